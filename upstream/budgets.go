@@ -1,0 +1,137 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+)
+
+// BudgetsService calls the Budgets operations.
+type BudgetsService struct{ c *Client }
+
+// WriteOptions are the options of a budget write.
+type WriteOptions struct {
+	// IdempotencyKey is sent as the Idempotency-Key header (at most 64
+	// characters). When empty, the client makes one; either way the same key
+	// is reused on the client's own retries, so a retried write applies once.
+	IdempotencyKey string
+}
+
+// idempotencyKey returns the key a write is sent with.
+func (s *BudgetsService) idempotencyKey(op string, opts *WriteOptions) (string, error) {
+	if opts == nil || opts.IdempotencyKey == "" {
+		return s.c.newKey(), nil
+	}
+	k := opts.IdempotencyKey
+	if len(k) > MaxIdempotencyKeyLen {
+		return "", refuse(op, fmt.Sprintf("Idempotency-Key is %d characters; at most %d are allowed", len(k), MaxIdempotencyKeyLen))
+	}
+	if strings.TrimSpace(k) == "" {
+		return "", refuse(op, "Idempotency-Key is blank")
+	}
+	return k, nil
+}
+
+// List calls listBudgets: GET /v1/budgets.
+func (s *BudgetsService) List(ctx context.Context, opts *ListOptions) (*Page[Budget], error) {
+	return list[Budget](ctx, s.c, "listBudgets", "/v1/budgets", opts)
+}
+
+// All walks every page of listBudgets.
+func (s *BudgetsService) All(ctx context.Context, pageSize int) iter.Seq2[Budget, error] {
+	return all(ctx, "listBudgets", pageSize, s.List)
+}
+
+// Create calls createBudget: POST /v1/budgets, with an Idempotency-Key.
+func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *WriteOptions) (*Budget, error) {
+	const op = "createBudget"
+	key, err := s.idempotencyKey(op, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "POST", path: "/v1/budgets", body: in, idempotencyKey: key})
+	if err != nil {
+		return nil, err
+	}
+	return &r.Budget, nil
+}
+
+// Get calls getBudget: GET /v1/budgets/{id}. The answer adds metrics and dimensions.
+func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, error) {
+	const op = "getBudget"
+	p, err := pathID(op, id)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := do[BudgetDetail](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p, safe: true})
+	return v, err
+}
+
+// Update calls updateBudget: PATCH /v1/budgets/{id}, with an Idempotency-Key.
+// Only the fields set in the update are sent.
+func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate, opts *WriteOptions) (*Budget, error) {
+	const op = "updateBudget"
+	p, err := pathID(op, id)
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.idempotencyKey(op, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "PATCH", path: "/v1/budgets/" + p, body: in, idempotencyKey: key})
+	if err != nil {
+		return nil, err
+	}
+	return &r.Budget, nil
+}
+
+// Delete calls deleteBudget: DELETE /v1/budgets/{id}. It carries no
+// Idempotency-Key in the contract, so it is never retried: a repeat after a
+// lost answer would report 404 for a delete that succeeded.
+func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, error) {
+	const op = "deleteBudget"
+	p, err := pathID(op, id)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := do[DeleteResult](ctx, s.c, call{op: op, method: "DELETE", path: "/v1/budgets/" + p})
+	return v, err
+}
+
+// Actuals calls getBudgetActuals: GET /v1/budgets/{id}/actuals.
+func (s *BudgetsService) Actuals(ctx context.Context, id string) (*BudgetActuals, error) {
+	const op = "getBudgetActuals"
+	p, err := pathID(op, id)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p + "/actuals", safe: true})
+	return v, err
+}
+
+// Planning calls getBudgetPlanning: GET /v1/budgets/{id}/planning.
+func (s *BudgetsService) Planning(ctx context.Context, id string) (*BudgetPlanning, error) {
+	const op = "getBudgetPlanning"
+	p, err := pathID(op, id)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p + "/planning", safe: true})
+	return v, err
+}
+
+// LookbackPreview calls budgetLookbackGet: GET /v1/budgets/lookback. Its
+// periods carry Projected.
+func (s *BudgetsService) LookbackPreview(ctx context.Context) (*Lookback, error) {
+	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackGet", method: "GET", path: "/v1/budgets/lookback", safe: true})
+	return v, err
+}
+
+// Lookback calls budgetLookbackPost: POST /v1/budgets/lookback. It only
+// reads, so it may be retried.
+func (s *BudgetsService) Lookback(ctx context.Context, in *LookbackRequest) (*Lookback, error) {
+	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackPost", method: "POST", path: "/v1/budgets/lookback", body: in, safe: true})
+	return v, err
+}

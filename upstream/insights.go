@@ -1,0 +1,46 @@
+package upstream
+
+import (
+	"context"
+	"iter"
+)
+
+// RecommendationsService calls the Recommendations operations.
+type RecommendationsService struct{ c *Client }
+
+// List calls listRecommendations: GET /v1/recommendations.
+func (s *RecommendationsService) List(ctx context.Context, opts *ListOptions) (*Page[Recommendation], error) {
+	return list[Recommendation](ctx, s.c, "listRecommendations", "/v1/recommendations", opts)
+}
+
+// All walks every page of listRecommendations.
+func (s *RecommendationsService) All(ctx context.Context, pageSize int) iter.Seq2[Recommendation, error] {
+	return all(ctx, "listRecommendations", pageSize, s.List)
+}
+
+// AnomaliesService calls the Anomalies operations.
+type AnomaliesService struct{ c *Client }
+
+// List calls listAnomalies: GET /v1/anomalies.
+func (s *AnomaliesService) List(ctx context.Context, opts *ListOptions) (*Page[Anomaly], error) {
+	return list[Anomaly](ctx, s.c, "listAnomalies", "/v1/anomalies", opts)
+}
+
+// All walks every page of listAnomalies.
+func (s *AnomaliesService) All(ctx context.Context, pageSize int) iter.Seq2[Anomaly, error] {
+	return all(ctx, "listAnomalies", pageSize, s.List)
+}
+
+// NotificationsService calls the Notifications operations.
+type NotificationsService struct{ c *Client }
+
+// ListScheduled calls the list of scheduled notifications:
+// GET /v1/notifications/scheduled. Its pagination carries Total.
+func (s *NotificationsService) ListScheduled(ctx context.Context, opts *ListOptions) (*Page[ScheduledNotification], error) {
+	return list[ScheduledNotification](ctx, s.c, "listScheduledNotifications", "/v1/notifications/scheduled", opts)
+}
+
+// AllScheduled walks every page of the scheduled notifications.
+func (s *NotificationsService) AllScheduled(ctx context.Context, pageSize int) iter.Seq2[ScheduledNotification, error] {
+	return all(ctx, "listScheduledNotifications", pageSize, s.ListScheduled)
+}

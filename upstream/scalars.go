@@ -1,0 +1,175 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Date is a calendar date, written YYYY-MM-DD on the wire.
+type Date struct {
+	Year  int
+	Month time.Month
+	Day   int
+}
+
+const dateLayout = "2006-01-02"
+
+// ParseDate parses exactly YYYY-MM-DD and rejects impossible dates such as
+// 2026-02-30.
+func ParseDate(s string) (Date, error) {
+	if len(s) != len(dateLayout) {
+		return Date{}, fmt.Errorf("date %q is not YYYY-MM-DD", s)
+	}
+	t, err := time.Parse(dateLayout, s)
+	if err != nil {
+		return Date{}, fmt.Errorf("date %q is not a valid YYYY-MM-DD date", s)
+	}
+	return DateOf(t), nil
+}
+
+// DateOf returns the date of t in t's location.
+func DateOf(t time.Time) Date {
+	y, m, d := t.Date()
+	return Date{y, m, d}
+}
+
+// Time returns midnight UTC of the date.
+func (d Date) Time() time.Time { return time.Date(d.Year, d.Month, d.Day, 0, 0, 0, 0, time.UTC) }
+
+// IsZero reports whether d is the zero Date.
+func (d Date) IsZero() bool { return d == Date{} }
+
+// String formats the date as YYYY-MM-DD.
+func (d Date) String() string { return fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Date) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseDate's rules.
+func (d *Date) UnmarshalText(b []byte) error {
+	v, err := ParseDate(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// TimestampLayout is the contract's timestamp form: UTC with milliseconds and a trailing Z.
+const TimestampLayout = "2006-01-02T15:04:05.000Z"
+
+// Timestamp is an instant, written in TimestampLayout on the wire. Decoding
+// accepts any RFC 3339 form, so a harmless variation upstream does not fail a
+// whole page.
+type Timestamp struct{ time.Time }
+
+// String formats the timestamp in TimestampLayout.
+func (t Timestamp) String() string { return t.UTC().Format(TimestampLayout) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (t Timestamp) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *Timestamp) UnmarshalText(b []byte) error {
+	v, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return fmt.Errorf("timestamp %q is not RFC 3339", b)
+	}
+	t.Time = v.UTC()
+	return nil
+}
+
+// Nullable is a field of a partial update that can be left out, set to null,
+// or set to a value. The zero value is left out (with the omitzero tag option).
+type Nullable[T any] struct {
+	value T
+	set   bool
+	null  bool
+}
+
+// Set returns a Nullable holding v.
+func Set[T any](v T) Nullable[T] { return Nullable[T]{value: v, set: true} }
+
+// Null returns a Nullable that is sent as JSON null.
+func Null[T any]() Nullable[T] { return Nullable[T]{set: true, null: true} }
+
+// IsZero reports whether the field is left out.
+func (n Nullable[T]) IsZero() bool { return !n.set }
+
+// Get returns the value and whether there is one (false when left out or null).
+func (n Nullable[T]) Get() (T, bool) { return n.value, n.set && !n.null }
+
+// IsNull reports whether the field is set to null.
+func (n Nullable[T]) IsNull() bool { return n.set && n.null }
+
+// MarshalJSON implements json.Marshaler.
+func (n Nullable[T]) MarshalJSON() ([]byte, error) {
+	if !n.set || n.null {
+		return []byte("null"), nil
+	}
+	return json.Marshal(n.value)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
+	*n = Nullable[T]{set: true}
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		n.null = true
+		return nil
+	}
+	return json.Unmarshal(b, &n.value)
+}
+
+// splitOpen decodes an open JSON object into known (a pointer to a struct
+// with json tags) and returns the members whose names known does not claim.
+func splitOpen(data []byte, known any, names map[string]bool) (map[string]json.RawMessage, error) {
+	if err := json.Unmarshal(data, known); err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return nil, err
+	}
+	if all == nil {
+		return nil, errors.New("open object is null")
+	}
+	for name := range all {
+		if names[name] {
+			delete(all, name)
+		}
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	return all, nil
+}
+
+// joinOpen encodes known and adds the extra members; known members win.
+func joinOpen(known any, extra map[string]json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(known)
+	if err != nil || len(extra) == 0 {
+		return b, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		if _, ok := all[k]; !ok {
+			all[k] = v
+		}
+	}
+	return json.Marshal(all)
+}
+
+// jsonNames lists the json names of a struct's fields, for splitOpen.
+func jsonNames(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}

@@ -1,0 +1,449 @@
+package upstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Pagination is the pagination object of every list answer.
+type Pagination struct {
+	Limit      int     `json:"limit"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+	// Total is sent only by the scheduled-notifications list.
+	Total *int `json:"total,omitempty"`
+}
+
+// Page is one page of a list answer.
+type Page[T any] struct {
+	Data       []T        `json:"data"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// ListOptions selects a page of a list operation. The zero value asks for the
+// first page at the upstream's default size (50).
+type ListOptions struct {
+	Limit  int    // 1–200; 0 leaves it to the upstream
+	Cursor string // pagination.next_cursor of the previous page, unchanged
+}
+
+// Recommendation is a cost optimization recommendation. It is an open object:
+// members beyond the contract's list are kept in Extra.
+type Recommendation struct {
+	RecommendationID        string  `json:"recommendation_id"`
+	RecommendationName      string  `json:"recommendation_name"`
+	EstimatedMonthlySavings float64 `json:"estimated_monthly_savings"`
+	ImplementationEffort    string  `json:"implementation_effort"`
+	Category                string  `json:"category"`
+	ActionType              string  `json:"action_type"`
+	AccountName             string  `json:"account_name"`
+	Region                  string  `json:"region"`
+	ResourceID              string  `json:"resource_id"`
+
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+type recommendationFields Recommendation
+
+var recommendationNames = jsonNames("recommendation_id", "recommendation_name", "estimated_monthly_savings",
+	"implementation_effort", "category", "action_type", "account_name", "region", "resource_id")
+
+// UnmarshalJSON keeps unknown members in Extra.
+func (r *Recommendation) UnmarshalJSON(b []byte) error {
+	var f recommendationFields
+	extra, err := splitOpen(b, &f, recommendationNames)
+	if err != nil {
+		return err
+	}
+	*r = Recommendation(f)
+	r.Extra = extra
+	return nil
+}
+
+// MarshalJSON writes the known members and Extra.
+func (r Recommendation) MarshalJSON() ([]byte, error) {
+	return joinOpen(recommendationFields(r), r.Extra)
+}
+
+// Anomaly is a detected cost anomaly. It is an open object: members beyond the
+// contract's list are kept in Extra.
+type Anomaly struct {
+	AnomalyID           string  `json:"anomaly_id"`
+	Service             string  `json:"service"`
+	StartDate           Date    `json:"start_date"`
+	EndDate             Date    `json:"end_date"`
+	ScoreCurrent        float64 `json:"score_current"`
+	ScoreMax            float64 `json:"score_max"`
+	ImpactMax           float64 `json:"impact_max"`
+	ImpactTotal         float64 `json:"impact_total"`
+	ImpactPct           float64 `json:"impact_pct"`
+	ImpactActualSpend   float64 `json:"impact_actual_spend"`
+	ImpactExpectedSpend float64 `json:"impact_expected_spend"`
+	DimensionValue      string  `json:"dimension_value"`
+	DetectionSource     string  `json:"detection_source"`
+
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+type anomalyFields Anomaly
+
+var anomalyNames = jsonNames("anomaly_id", "service", "start_date", "end_date", "score_current", "score_max",
+	"impact_max", "impact_total", "impact_pct", "impact_actual_spend", "impact_expected_spend",
+	"dimension_value", "detection_source")
+
+// UnmarshalJSON keeps unknown members in Extra.
+func (a *Anomaly) UnmarshalJSON(b []byte) error {
+	var f anomalyFields
+	extra, err := splitOpen(b, &f, anomalyNames)
+	if err != nil {
+		return err
+	}
+	*a = Anomaly(f)
+	a.Extra = extra
+	return nil
+}
+
+// MarshalJSON writes the known members and Extra.
+func (a Anomaly) MarshalJSON() ([]byte, error) { return joinOpen(anomalyFields(a), a.Extra) }
+
+// ExplorerReport is the Explorer report a budget is based on.
+type ExplorerReport struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// User is the creator of a budget.
+type User struct {
+	ID        string `json:"id"`
+	FirstName string `json:"firstName"`
+	LastName  string `json:"lastName"`
+	Email     string `json:"email"`
+}
+
+// Budget is a budget record. The four fields whose types the contract does
+// not give (BudgetType, StartingValue, CustomStartingValue, GrowthRate) are
+// kept as raw JSON; JSON null arrives as the literal null.
+type Budget struct {
+	ID                  string          `json:"id"`
+	Name                string          `json:"name"`
+	TargetType          string          `json:"targetType"`
+	Period              string          `json:"period"`
+	Status              string          `json:"status"`
+	NumberOfPeriods     int             `json:"numberOfPeriods"`
+	StartDate           Date            `json:"startDate"`
+	EndDate             Date            `json:"endDate"`
+	LookbackPeriod      *int            `json:"lookbackPeriod"`
+	BudgetType          json.RawMessage `json:"budgetType"`
+	StartingValue       json.RawMessage `json:"startingValue"`
+	CustomStartingValue json.RawMessage `json:"customStartingValue"`
+	GrowthRate          json.RawMessage `json:"growthRate"`
+	NormalizationPeriod bool            `json:"normalizationPeriod"`
+	OrganizationID      string          `json:"organizationId"`
+	ServiceClientID     int64           `json:"serviceClientId"`
+	CreatorID           string          `json:"creatorId"`
+	ExplorerReportID    string          `json:"explorerReportId"`
+	CreatedAt           Timestamp       `json:"createdAt"`
+	UpdatedAt           Timestamp       `json:"updatedAt"`
+	ExplorerReport      *ExplorerReport `json:"explorerReport"`
+	Creator             *User           `json:"creator"`
+	// Plannings is nil when the record came without planning rows; then the
+	// planning grid (BudgetsService.Planning) has them.
+	Plannings []Planning `json:"plannings"`
+}
+
+// Planning is a row of a budget's planning grid.
+type Planning struct {
+	ID            string             `json:"id"`
+	BudgetID      string             `json:"budgetId"`
+	Dimension1    string             `json:"dimension1"`
+	Dimension2    string             `json:"dimension2"`
+	PreviousMonth float64            `json:"previousMonth"`
+	AvgLookback   float64            `json:"avgLookback"`
+	PercentGrowth float64            `json:"percentGrowth"`
+	PercentSpend  *float64           `json:"percentSpend"`
+	TargetItems   map[string]float64 `json:"targetItems"`
+	TargetType    string             `json:"targetType"`
+	CreatedAt     Timestamp          `json:"createdAt"`
+}
+
+// BudgetMetrics are the totals the single-budget read adds.
+type BudgetMetrics struct {
+	TotalTarget float64 `json:"totalTarget"`
+	TotalActual float64 `json:"totalActual"`
+	Variance    float64 `json:"variance"`
+}
+
+// BudgetDetail is the answer of the single-budget read: the budget with its
+// metrics and dimensions.
+type BudgetDetail struct {
+	Budget     Budget            `json:"budget"`
+	Metrics    BudgetMetrics     `json:"metrics"`
+	Dimensions []json.RawMessage `json:"dimensions"`
+}
+
+// UnmarshalJSON reads the contract's {budget, metrics, dimensions}; it also
+// accepts a bare budget object carrying metrics and dimensions, the other
+// reading of the contract's "{budget} with metrics and dimensions".
+func (d *BudgetDetail) UnmarshalJSON(b []byte) error {
+	var wrapped struct {
+		Budget     *Budget           `json:"budget"`
+		Metrics    BudgetMetrics     `json:"metrics"`
+		Dimensions []json.RawMessage `json:"dimensions"`
+	}
+	if err := json.Unmarshal(b, &wrapped); err != nil {
+		return err
+	}
+	if wrapped.Budget == nil {
+		if err := json.Unmarshal(b, &wrapped.Budget); err != nil {
+			return err
+		}
+	}
+	if wrapped.Budget == nil {
+		return fmt.Errorf("budget detail is null")
+	}
+	*d = BudgetDetail{Budget: *wrapped.Budget, Metrics: wrapped.Metrics, Dimensions: wrapped.Dimensions}
+	return nil
+}
+
+// budgetResult is the data of create and update: {budget}, or a bare budget.
+type budgetResult struct{ Budget Budget }
+
+func (r *budgetResult) UnmarshalJSON(b []byte) error {
+	var wrapped struct {
+		Budget *Budget `json:"budget"`
+	}
+	if err := json.Unmarshal(b, &wrapped); err != nil {
+		return err
+	}
+	if wrapped.Budget != nil {
+		r.Budget = *wrapped.Budget
+		return nil
+	}
+	return json.Unmarshal(b, &r.Budget)
+}
+
+// BudgetCreate is the body of createBudget. The contract names these fields
+// and accepts others; the four untyped fields are raw JSON and left out when nil.
+type BudgetCreate struct {
+	Name                string          `json:"name"`
+	TargetType          string          `json:"targetType,omitempty"`
+	Period              string          `json:"period,omitempty"`
+	Status              string          `json:"status,omitempty"`
+	NumberOfPeriods     int             `json:"numberOfPeriods"`
+	StartDate           Date            `json:"startDate"`
+	ExplorerReportID    string          `json:"explorerReportId"`
+	LookbackPeriod      *int            `json:"lookbackPeriod,omitempty"`
+	BudgetType          json.RawMessage `json:"budgetType,omitempty"`
+	StartingValue       json.RawMessage `json:"startingValue,omitempty"`
+	CustomStartingValue json.RawMessage `json:"customStartingValue,omitempty"`
+	GrowthRate          json.RawMessage `json:"growthRate,omitempty"`
+	NormalizationPeriod *bool           `json:"normalizationPeriod,omitempty"`
+}
+
+// BudgetUpdate is the body of updateBudget: only the fields that are set are
+// sent. LookbackPeriod can be cleared with Null; the raw JSON fields are
+// cleared by setting them to the literal null.
+type BudgetUpdate struct {
+	Name                *string         `json:"name,omitempty"`
+	TargetType          *string         `json:"targetType,omitempty"`
+	Period              *string         `json:"period,omitempty"`
+	Status              *string         `json:"status,omitempty"`
+	NumberOfPeriods     *int            `json:"numberOfPeriods,omitempty"`
+	StartDate           *Date           `json:"startDate,omitempty"`
+	ExplorerReportID    *string         `json:"explorerReportId,omitempty"`
+	LookbackPeriod      Nullable[int]   `json:"lookbackPeriod,omitzero"`
+	BudgetType          json.RawMessage `json:"budgetType,omitempty"`
+	StartingValue       json.RawMessage `json:"startingValue,omitempty"`
+	CustomStartingValue json.RawMessage `json:"customStartingValue,omitempty"`
+	GrowthRate          json.RawMessage `json:"growthRate,omitempty"`
+	NormalizationPeriod *bool           `json:"normalizationPeriod,omitempty"`
+}
+
+// DeleteResult is the answer of deleteBudget.
+type DeleteResult struct {
+	Success bool `json:"success"`
+}
+
+// BudgetActuals are a budget's actual costs per period: per planning row
+// (planning id → period key → amount) and for the whole budget.
+type BudgetActuals struct {
+	ActualsByPlanning      map[string]map[string]float64 `json:"actualsByPlanning"`
+	AccountActualsByPeriod map[string]float64            `json:"accountActualsByPeriod"`
+}
+
+// BudgetPlanning is a budget's planning grid.
+type BudgetPlanning struct {
+	Plannings []Planning `json:"plannings"`
+}
+
+// LookbackRequest is the body of budgetLookbackPost.
+type LookbackRequest struct {
+	ExplorerReportID string `json:"explorerReportId"`
+	StartDate        Date   `json:"startDate"`
+	Period           string `json:"period,omitempty"`
+	LookbackPeriod   int    `json:"lookbackPeriod,omitempty"`
+	NumberOfPeriods  int    `json:"numberOfPeriods,omitempty"`
+}
+
+// Lookback is the answer of both lookback operations.
+type Lookback struct {
+	Periods []LookbackPeriod `json:"periods"`
+}
+
+// LookbackPeriod is one month of a lookback. Projected is sent only by the GET form.
+type LookbackPeriod struct {
+	PeriodKey string   `json:"periodKey"`
+	Actual    float64  `json:"actual"`
+	Projected *float64 `json:"projected,omitempty"`
+}
+
+// ScheduledNotification is a scheduled notification delivery.
+type ScheduledNotification struct {
+	ID                       string     `json:"id"`
+	RecipientEmail           string     `json:"recipientEmail"`
+	Subject                  string     `json:"subject"`
+	ScheduleType             string     `json:"scheduleType"`
+	ScheduledAt              Timestamp  `json:"scheduledAt"`
+	RecurrenceFrequency      string     `json:"recurrenceFrequency"`
+	RecurrenceTimezone       string     `json:"recurrenceTimezone"`
+	RecurrenceWeekday        int        `json:"recurrenceWeekday"`
+	RecurrenceDayOfMonth     *int       `json:"recurrenceDayOfMonth"`
+	CronExpression           string     `json:"cronExpression"`
+	Status                   string     `json:"status"`
+	SentAt                   *Timestamp `json:"sentAt"`
+	ErrorMessage             *string    `json:"errorMessage"`
+	NextAttemptAt            *Timestamp `json:"nextAttemptAt"`
+	CreatedAt                Timestamp  `json:"createdAt"`
+	UpdatedAt                Timestamp  `json:"updatedAt"`
+	CanvasID                 *string    `json:"canvasId"`
+	ExplorerReportID         *string    `json:"explorerReportId"`
+	IncludeAssistantAnalysis bool       `json:"includeAssistantAnalysis"`
+}
+
+// ExplorerQuery is the body of the four POST Explorer operations.
+type ExplorerQuery struct {
+	DateRange   DateRange `json:"dateRange"`
+	GroupBy     string    `json:"groupBy"`
+	CostType    string    `json:"costType"`
+	Granularity string    `json:"granularity"`
+	// Filters are sent as given; the contract does not give their shape.
+	// A nil slice is sent as [], which the contract allows ("may be empty").
+	Filters []json.RawMessage `json:"filters"`
+}
+
+// MarshalJSON sends nil Filters as [] rather than null.
+func (q ExplorerQuery) MarshalJSON() ([]byte, error) {
+	type plain ExplorerQuery
+	if q.Filters == nil {
+		q.Filters = []json.RawMessage{}
+	}
+	return json.Marshal(plain(q))
+}
+
+// DateRange is an inclusive range of dates.
+type DateRange struct {
+	Start Date `json:"start"`
+	End   Date `json:"end"`
+}
+
+// ExplorerSummary is the answer of explorerSummary.
+type ExplorerSummary struct {
+	Cards           []SummaryCard `json:"cards"`
+	ServedFromCache bool          `json:"servedFromCache"`
+}
+
+// SummaryCard is one card of an Explorer summary.
+type SummaryCard struct {
+	Title         string  `json:"title"`
+	Description   string  `json:"description"`
+	Value         float64 `json:"value"`
+	PreviousValue float64 `json:"previousValue"`
+}
+
+// ExplorerPreviousPeriod is the answer of explorerPreviousPeriod.
+type ExplorerPreviousPeriod struct {
+	CurrentTotal    float64 `json:"currentTotal"`
+	PreviousTotal   float64 `json:"previousTotal"`
+	ChangePercent   float64 `json:"changePercent"`
+	ServedFromCache bool    `json:"servedFromCache"`
+}
+
+// ExplorerHistory is the answer of explorerHistory. Its rows have dynamic
+// columns named by GroupBy and TimeColumn.
+type ExplorerHistory struct {
+	CostRows         []HistoryRow      `json:"costRows"`
+	TotalsByTimeRows []json.RawMessage `json:"totalsByTimeRows"`
+	UsageRows        []json.RawMessage `json:"usageRows"`
+	UsageGroupRows   []json.RawMessage `json:"usageGroupRows"`
+	TimeColumn       string            `json:"timeColumn"`
+	GroupBy          string            `json:"groupBy"`
+	ServedFromCache  bool              `json:"servedFromCache"`
+}
+
+// HistoryRow is one cost row of an Explorer history, every column kept.
+type HistoryRow map[string]json.RawMessage
+
+// String returns the text in column col, and whether it is a string.
+func (r HistoryRow) String(col string) (string, bool) {
+	var s string
+	if json.Unmarshal(r[col], &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// Number returns the number in column col, and whether it is a number.
+func (r HistoryRow) Number(col string) (float64, bool) {
+	v, ok := r[col]
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// Date reads column col as the contract's numeric YYYYMMDD date.
+func (r HistoryRow) Date(col string) (Date, error) {
+	v, ok := r[col]
+	if !ok {
+		return Date{}, fmt.Errorf("history row has no column %q", col)
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 10000101 || n > 99991231 {
+		return Date{}, fmt.Errorf("history column %q is %s, not a YYYYMMDD number", col, v)
+	}
+	s := fmt.Sprintf("%04d-%02d-%02d", n/10000, n/100%100, n%100)
+	return ParseDate(s)
+}
+
+// ExplorerHeatmap is the answer of explorerHeatmap.
+type ExplorerHeatmap struct {
+	Rows            []HeatmapRow `json:"rows"`
+	ServedFromCache bool         `json:"servedFromCache"`
+}
+
+// HeatmapRow is the cost of one dimension value on one day.
+type HeatmapRow struct {
+	Dimension string  `json:"dimension"`
+	Day       Date    `json:"day"`
+	Cost      float64 `json:"cost"`
+}
+
+// DimensionValues is the answer of explorerDimensionValues.
+type DimensionValues struct {
+	Items           []DimensionValue `json:"items"`
+	Values          []string         `json:"values"`
+	HasMore         bool             `json:"hasMore"`
+	ServedFromCache bool             `json:"servedFromCache"`
+}
+
+// DimensionValue is one value of a dimension with its cost.
+type DimensionValue struct {
+	Value string  `json:"value"`
+	Cost  float64 `json:"cost"`
+}
