@@ -5,13 +5,16 @@ go 1.26.0
 require (
 	github.com/99designs/gqlgen v0.17.95 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
 	github.com/getkin/kin-openapi v0.152.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
+	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
 	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/graph-gophers/dataloader/v7 v7.1.0 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/oasdiff/yaml v0.1.1 // indirect
 	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/rs/cors v1.11.1 // indirect

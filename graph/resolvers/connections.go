@@ -1,0 +1,101 @@
+package resolvers
+
+import (
+	"context"
+
+	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/model"
+	"github.com/costgw/gateway/graph/relay"
+	"github.com/costgw/gateway/upstream"
+)
+
+// MaxFirst is the largest `first` a connection serves. Above the upstream's
+// page size (200) it is served by walking upstream pages, one call per page.
+const MaxFirst = 500
+
+// Connection names, bound into cursors so one connection's cursor is refused by another.
+const (
+	connBudgets         = "budgets"
+	connRecommendations = "recommendations"
+	connAnomalies       = "anomalies"
+	connNotifications   = "scheduledNotifications"
+)
+
+// window is one page of a connection: the records, the cursor of each, and
+// the upstream total when the upstream gives one.
+type window[T any] struct {
+	items   []T
+	cursors []string
+	info    model.PageInfo
+	total   *int
+}
+
+// fetchPage is a list operation of the client.
+type fetchPage[T any] func(context.Context, *upstream.ListOptions) (*upstream.Page[T], error)
+
+// page serves first records after the cursor after from a forward-only
+// upstream list. Each record's cursor points just past it: to the same
+// upstream page with one more record skipped, or, for a page's last record,
+// to the next upstream page. So every edge cursor is valid as after, and
+// resuming from a page's end costs no refetch.
+func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *int, after *string, fetch fetchPage[T]) (*window[T], error) {
+	n := 50
+	if first != nil {
+		n = *first
+	}
+	if n < 1 || n > MaxFirst {
+		return nil, errs.Inputf("first must be between 1 and %d, got %d", MaxFirst, n)
+	}
+	var at relay.Cursor
+	if after != nil {
+		var err error
+		if at, err = codec.Decode(conn, *after); err != nil {
+			return nil, err
+		}
+	}
+	w := &window[T]{items: make([]T, 0, n), cursors: make([]string, 0, n)}
+	upCursor, skip := at.Upstream, at.Skip
+	for {
+		want := n - len(w.items)
+		limit := min(skip+want, upstream.MaxPageSize)
+		pg, err := fetch(ctx, &upstream.ListOptions{Limit: limit, Cursor: upCursor})
+		if err != nil {
+			return nil, err
+		}
+		w.total = pg.Pagination.Total
+		data := pg.Data
+		next := pg.Pagination.NextCursor
+		more := pg.Pagination.HasMore && next != nil && *next != ""
+		j := skip
+		for ; j < len(data) && len(w.items) < n; j++ {
+			w.items = append(w.items, data[j])
+			c := relay.Cursor{Upstream: upCursor, Skip: j + 1}
+			if j == len(data)-1 && more {
+				c = relay.Cursor{Upstream: *next}
+			}
+			w.cursors = append(w.cursors, codec.Encode(conn, c))
+		}
+		if len(w.items) == n {
+			w.info.HasNextPage = j < len(data) || more
+			break
+		}
+		if !more {
+			break
+		}
+		upCursor, skip = *next, 0
+	}
+	if len(w.cursors) > 0 {
+		w.info.StartCursor = &w.cursors[0]
+		w.info.EndCursor = &w.cursors[len(w.cursors)-1]
+	}
+	return w, nil
+}
+
+// edges builds the edges of a window with a constructor of the connection's edge type.
+func edges[T, E any](w *window[T], edge func(cursor string, node *T) E) []E {
+	out := make([]E, len(w.items))
+	for i := range w.items {
+		out[i] = edge(w.cursors[i], &w.items[i])
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package resolvers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/google/uuid"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/loaders"
+	"github.com/costgw/gateway/graph/model"
+	"github.com/costgw/gateway/graph/relay"
+	"github.com/costgw/gateway/upstream"
+)
+
+// userErrors collects the input problems of one mutation.
+type userErrors []model.UserError
+
+func (u *userErrors) add(msg string, field ...string) {
+	*u = append(*u, model.UserError{Field: append([]string{"input"}, field...), Message: msg})
+}
+
+// idempotencyKey returns the caller's key, or a new one for this mutation
+// field. The client sends it on every retry of the write, so a retried write
+// applies once; the payload returns it so the caller can retry too.
+func idempotencyKey(in graphql.Omittable[*string], ue *userErrors) string {
+	if v := in.Value(); v != nil && *v != "" {
+		if utf8.RuneCountInString(*v) > upstream.MaxIdempotencyKeyLen || len(*v) > upstream.MaxIdempotencyKeyLen {
+			ue.add("idempotencyKey must be at most 64 characters", "idempotencyKey")
+		}
+		return *v
+	}
+	return uuid.NewString()
+}
+
+// rejected reports whether err is the upstream refusing the input as invalid,
+// which a payload reports as a user error rather than a GraphQL error.
+func rejected(err error, ue *userErrors) bool {
+	var e *upstream.Error
+	if !errors.As(err, &e) || !errors.Is(err, upstream.ErrInvalidRequest) {
+		return false
+	}
+	code := e.Code
+	*ue = append(*ue, model.UserError{Field: []string{"input"}, Message: e.Message, Code: &code})
+	return true
+}
+
+// raw returns the JSON of an optional JSON input, with an explicit null kept
+// as the literal null (so an update can clear the field).
+func raw(in graphql.Omittable[json.RawMessage]) json.RawMessage {
+	if !in.IsSet() {
+		return nil
+	}
+	if v := in.Value(); len(v) > 0 {
+		return v
+	}
+	return json.RawMessage("null")
+}
+
+func (r *mutationResolver) createBudget(ctx context.Context, in model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
+	var ue userErrors
+	key := idempotencyKey(in.IdempotencyKey, &ue)
+	if in.Name == "" {
+		ue.add("name must not be empty", "name")
+	}
+	if in.NumberOfPeriods < 1 {
+		ue.add("numberOfPeriods must be at least 1", "numberOfPeriods")
+	}
+	if in.ExplorerReportID == "" {
+		ue.add("explorerReportId must not be empty", "explorerReportId")
+	}
+	body := &upstream.BudgetCreate{
+		Name:                in.Name,
+		NumberOfPeriods:     in.NumberOfPeriods,
+		StartDate:           in.StartDate,
+		ExplorerReportID:    in.ExplorerReportID,
+		LookbackPeriod:      in.LookbackPeriod.Value(),
+		NormalizationPeriod: in.NormalizationPeriod.Value(),
+		BudgetType:          raw(in.BudgetType),
+		StartingValue:       raw(in.StartingValue),
+		CustomStartingValue: raw(in.CustomStartingValue),
+		GrowthRate:          raw(in.GrowthRate),
+	}
+	if v := in.Period.Value(); v != nil {
+		body.Period = *v
+	}
+	if v := in.Status.Value(); v != nil {
+		body.Status = *v
+	}
+	if v := in.TargetType.Value(); v != nil {
+		body.TargetType = *v
+	}
+	out := &model.CreateBudgetPayload{IdempotencyKey: key, UserErrors: []model.UserError{}}
+	if len(ue) > 0 {
+		out.UserErrors = ue
+		return out, nil
+	}
+	b, err := r.Client.Budgets.Create(ctx, body, &upstream.WriteOptions{IdempotencyKey: key})
+	if rejected(err, &ue) {
+		out.UserErrors = ue
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l := loaders.For(ctx); l != nil {
+		l.PrimePlannings(ctx, b)
+	}
+	out.Budget = b
+	return out, nil
+}
+
+func (r *mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudgetInput) (*model.UpdateBudgetPayload, error) {
+	id, err := parseID(in.ID, relay.TypeBudget)
+	if err != nil {
+		return nil, err
+	}
+	var ue userErrors
+	key := idempotencyKey(in.IdempotencyKey, &ue)
+	body := &upstream.BudgetUpdate{
+		Name:                required(in.Name, "name", &ue),
+		Status:              required(in.Status, "status", &ue),
+		Period:              required(in.Period, "period", &ue),
+		NumberOfPeriods:     required(in.NumberOfPeriods, "numberOfPeriods", &ue),
+		StartDate:           required(in.StartDate, "startDate", &ue),
+		ExplorerReportID:    required(in.ExplorerReportID, "explorerReportId", &ue),
+		TargetType:          required(in.TargetType, "targetType", &ue),
+		NormalizationPeriod: required(in.NormalizationPeriod, "normalizationPeriod", &ue),
+		BudgetType:          raw(in.BudgetType),
+		StartingValue:       raw(in.StartingValue),
+		CustomStartingValue: raw(in.CustomStartingValue),
+		GrowthRate:          raw(in.GrowthRate),
+	}
+	if in.LookbackPeriod.IsSet() {
+		if v := in.LookbackPeriod.Value(); v != nil {
+			body.LookbackPeriod = upstream.Set(*v)
+		} else {
+			body.LookbackPeriod = upstream.Null[int]()
+		}
+	}
+	out := &model.UpdateBudgetPayload{IdempotencyKey: key, UserErrors: []model.UserError{}}
+	if len(ue) > 0 {
+		out.UserErrors = ue
+		return out, nil
+	}
+	b, err := r.Client.Budgets.Update(ctx, id.BudgetID, body, &upstream.WriteOptions{IdempotencyKey: key})
+	if rejected(err, &ue) {
+		out.UserErrors = ue
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if l := loaders.For(ctx); l != nil {
+		l.Forget(ctx, id.BudgetID)
+		l.PrimePlannings(ctx, b)
+	}
+	out.Budget = b
+	return out, nil
+}
+
+// required returns an optional input that the upstream does not allow to be
+// null: left out stays out, null is a user error.
+func required[T any](in graphql.Omittable[*T], field string, ue *userErrors) *T {
+	if in.IsSet() && in.Value() == nil {
+		ue.add(field+" cannot be null", field)
+	}
+	return in.Value()
+}
+
+func (r *mutationResolver) deleteBudget(ctx context.Context, in model.DeleteBudgetInput) (*model.DeleteBudgetPayload, error) {
+	id, err := parseID(in.ID, relay.TypeBudget)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.Client.Budgets.Delete(ctx, id.BudgetID)
+	if err != nil {
+		return nil, err
+	}
+	if l := loaders.For(ctx); l != nil {
+		l.Forget(ctx, id.BudgetID)
+	}
+	out := &model.DeleteBudgetPayload{Success: res.Success, UserErrors: []model.UserError{}}
+	if res.Success {
+		gid := in.ID
+		out.DeletedBudgetID = &gid
+	}
+	return out, nil
+}
+
+// MaxNodes bounds the ids of one nodes query.
+const MaxNodes = 100
+
+// nodes resolves global IDs concurrently (through the loaders); a failing ID
+// is null in the list with its own error at its index.
+func (r *queryResolver) nodes(ctx context.Context, ids []string) ([]model.Node, error) {
+	if len(ids) > MaxNodes {
+		return nil, errs.Inputf("nodes takes at most %d ids, got %d", MaxNodes, len(ids))
+	}
+	out := make([]model.Node, len(ids))
+	errsAt := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { out[i], errsAt[i] = node(ctx, id) })
+	}
+	wg.Wait()
+	path := graphql.GetPath(ctx)
+	for i, err := range errsAt {
+		if err != nil {
+			graphql.AddError(ctx, &gqlerror.Error{Err: err, Message: err.Error(), Path: append(slices.Clone(path), ast.PathIndex(i))})
+		}
+	}
+	return out, nil
+}
