@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -91,6 +92,7 @@ func actualsModel(a *upstream.BudgetActuals) *model.BudgetActuals {
 	for _, p := range out.ByPeriod {
 		out.Total += p.Amount
 	}
+	out.Total = math.Round(out.Total*100) / 100 // amounts are cents; drop float noise
 	ids := make([]string, 0, len(a.ActualsByPlanning))
 	for id := range a.ActualsByPlanning {
 		ids = append(ids, id)

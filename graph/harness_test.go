@@ -1,0 +1,139 @@
+package graph_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// env is a gateway on the simulator, as the default run has it, with a
+// record of every upstream request the gateway made.
+type env struct {
+	sim   *sim.Server
+	h     http.Handler
+	calls *callLog
+}
+
+// callLog records upstream requests as "METHOD /path".
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+	next  http.RoundTripper
+	// fail, when set, answers a request itself instead of the upstream.
+	fail func(*http.Request) *http.Response
+}
+
+func (c *callLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, r.Method+" "+r.URL.Path)
+	fail := c.fail
+	c.mu.Unlock()
+	if fail != nil {
+		if resp := fail(r); resp != nil {
+			return resp, nil
+		}
+	}
+	return c.next.RoundTrip(r)
+}
+
+// take returns the requests recorded since the last take.
+func (c *callLog) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	c.calls = nil
+	return out
+}
+
+type envOption func(*sim.Options, *[]upstream.Option)
+
+func withRetry(p upstream.RetryPolicy) envOption {
+	return func(_ *sim.Options, o *[]upstream.Option) { *o = append(*o, upstream.WithRetry(p)) }
+}
+
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	so := sim.Options{}
+	var co []upstream.Option
+	for _, o := range opts {
+		o(&so, &co)
+	}
+	s := sim.New(so)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	log := &callLog{next: upstream.NewTransport()}
+	co = append([]upstream.Option{upstream.WithHTTPClient(&http.Client{Transport: log, Timeout: 10 * time.Second})}, co...)
+	c, err := upstream.NewClient(srv.URL+"/", co...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{sim: s, calls: log, h: graph.NewHandler(graph.Options{Client: c, Introspection: true, CursorSecret: []byte("test")})}
+}
+
+// gqlError is one error of a GraphQL response.
+type gqlError struct {
+	Message    string         `json:"message"`
+	Path       []any          `json:"path"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+type response struct {
+	status int
+	Data   json.RawMessage `json:"data"`
+	Errors []gqlError      `json:"errors"`
+}
+
+// code returns the extensions.code of the only error, failing otherwise.
+func (r response) code(t testing.TB) string {
+	t.Helper()
+	if len(r.Errors) != 1 {
+		t.Fatalf("want exactly one error, got %d: %+v", len(r.Errors), r.Errors)
+	}
+	c, _ := r.Errors[0].Extensions["code"].(string)
+	return c
+}
+
+// query posts a GraphQL request through the real handler and middleware.
+func (e *env) query(t testing.TB, key, query string, vars map[string]any) response {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	var r response
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+		t.Fatalf("response is not JSON (%d): %s", rec.Code, rec.Body)
+	}
+	r.status = rec.Code
+	if strings.Contains(rec.Body.String(), key+"\"") && key != "" {
+		t.Fatalf("response contains the bearer key: %s", rec.Body)
+	}
+	return r
+}
+
+// mustQuery is query that fails the test on any GraphQL error, and decodes data into out.
+func (e *env) mustQuery(t testing.TB, key, query string, vars map[string]any, out any) {
+	t.Helper()
+	r := e.query(t, key, query, vars)
+	if len(r.Errors) > 0 {
+		t.Fatalf("errors: %+v", r.Errors)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.Data, out); err != nil {
+			t.Fatalf("decode data: %v: %s", err, r.Data)
+		}
+	}
+}
