@@ -1,0 +1,69 @@
+package graph_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// Every limit answers with its own code and the status the GraphQL-over-HTTP
+// spec gives an invalid request, before any upstream call.
+func TestLimitsRejectBeforeAnyUpstreamCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	many := func(n int, s string) string { return strings.Repeat(s, n) }
+	tests := []struct {
+		name, query string
+		status      int
+		code        string
+	}{
+		{"tokens", "{ " + many(15001, "__typename ") + "}", 400, limits.CodeTokens},
+		{"depth", "{ budgets { nodes " + many(10, "{ plannings { budget ") + "{ name }" + many(21, " }") + " }", 400, limits.CodeDepth},
+		{"aliases", "{ budgets { nodes { " + func() string {
+			var b strings.Builder
+			for i := range 31 {
+				b.WriteString("a" + many(i, "x") + ": name ")
+			}
+			return b.String()
+		}() + "} } }", 400, limits.CodeAliases},
+		{"root fields", "{ " + func() string {
+			var b strings.Builder
+			for i := range 21 {
+				b.WriteString("r" + many(i, "x") + ": budgetLookbackPreview { periods { actual } } ")
+			}
+			return b.String()
+		}() + "}", 400, limits.CodeRootFields},
+		{"cost", "{ budgets(first: 500) { nodes { metrics { variance } actuals { total } } } }", 400, limits.CodeCost},
+		{"body", `{"query":"{ __typename }","pad":"` + many(2_000_001, "x") + `"}`, 413, "REQUEST_TOO_LARGE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.calls.take()
+			body := []byte(tc.query)
+			if tc.code != "REQUEST_TOO_LARGE" {
+				body, _ = json.Marshal(map[string]any{"query": tc.query})
+			}
+			req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/graphql-response+json")
+			req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			var r response
+			if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+				t.Fatalf("not JSON: %.200s", rec.Body)
+			}
+			if rec.Code != tc.status || r.code(t) != tc.code {
+				t.Fatalf("status %d code %q, want %d %q: %+v", rec.Code, r.code(t), tc.status, tc.code, r.Errors)
+			}
+			if calls := e.calls.take(); len(calls) != 0 {
+				t.Fatalf("a rejected operation made upstream calls: %v", calls)
+			}
+		})
+	}
+}
