@@ -63,8 +63,8 @@ func NewHandler(o Options) http.Handler {
 		Resolvers: &resolvers.Resolver{Client: o.Client, Cursors: relay.NewCodec(o.CursorSecret)},
 	}))
 	srv.AddTransport(transport.Options{})
-	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(overHTTP{transport.GET{}})
+	srv.AddTransport(overHTTP{transport.POST{}})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	if o.Introspection {
 		srv.Use(extension.Introspection{})
