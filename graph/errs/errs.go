@@ -73,7 +73,7 @@ func classify(err error) (string, string, map[string]any) {
 		return BadUserInput, rootMessage(err), nil
 	}
 	if errors.Is(err, upstream.ErrNoAPIKey) {
-		return Unauthenticated, "an Authorization: Bearer key is required", nil
+		return Unauthenticated, "an API key is required in the Authorization header", nil
 	}
 	if errors.Is(err, ErrNotFound) {
 		return NotFound, "not found", nil

@@ -85,6 +85,13 @@ func fanOut[K comparable, V any](sem chan struct{}, fetch func(context.Context, 
 					return
 				}
 				defer func() { <-sem }()
+				// A panic here is out of reach of gqlgen's recover (and of the
+				// dataloader's): unrecovered it would end the whole process.
+				defer func() {
+					if r := recover(); r != nil {
+						results[i] = &dataloader.Result[V]{Error: fmt.Errorf("panic in loader fetch: %v", r)}
+					}
+				}()
 				v, err := fetch(ctx, key)
 				results[i] = &dataloader.Result[V]{Data: v, Error: err}
 			})

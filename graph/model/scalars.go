@@ -63,7 +63,9 @@ func ParseDateTime(s string) (upstream.Timestamp, error) {
 		return upstream.Timestamp{}, errs.Inputf("DateTime %q is not of the form 2006-01-02T15:04:05.000Z", s)
 	}
 	t, err := time.Parse(upstream.TimestampLayout, s)
-	if err != nil {
+	// time.Parse also takes a comma and a signed number as the fraction
+	// (",000", ".+00"); only the string it prints back is the contract's form.
+	if err != nil || t.Format(upstream.TimestampLayout) != s {
 		return upstream.Timestamp{}, errs.Inputf("DateTime %q is not a valid instant of the form 2006-01-02T15:04:05.000Z", s)
 	}
 	return upstream.Timestamp{Time: t}, nil

@@ -65,7 +65,7 @@ func ParseID(s string) (ID, error) {
 	if s == "" || len(s) > maxInput {
 		return ID{}, fmt.Errorf("%w: it must be an ID this API returned", ErrInvalidID)
 	}
-	raw, err := b64.DecodeString(s)
+	raw, err := decodeCanonical(s)
 	if err != nil {
 		return ID{}, fmt.Errorf("%w: it must be an ID this API returned", ErrInvalidID)
 	}
@@ -87,6 +87,21 @@ func ParseID(s string) (ID, error) {
 		}
 	}
 	return ID{}, fmt.Errorf("%w: it must be an ID this API returned", ErrInvalidID)
+}
+
+// decodeCanonical decodes s only if it is the one encoding of its bytes.
+// The decoder alone also takes CR and LF anywhere and ignores the unused low
+// bits of the last character, so several strings would name one ID or
+// cursor, and a changed cursor character could go unnoticed.
+func decodeCanonical(s string) ([]byte, error) {
+	raw, err := b64.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if b64.EncodeToString(raw) != s {
+		return nil, errors.New("not in canonical form")
+	}
+	return raw, nil
 }
 
 // Cursor is a decoded connection cursor: the next page starts at the
@@ -133,7 +148,7 @@ func (c *Codec) Decode(conn, s string) (Cursor, error) {
 	if s == "" || len(s) > maxInput {
 		return Cursor{}, bad
 	}
-	raw, err := b64.DecodeString(s)
+	raw, err := decodeCanonical(s)
 	if err != nil || len(raw) < 2+macLen {
 		return Cursor{}, bad
 	}

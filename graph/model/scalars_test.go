@@ -1,0 +1,146 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/upstream"
+)
+
+func printed(m graphql.Marshaler) string {
+	var b bytes.Buffer
+	m.MarshalGQL(&b)
+	return b.String()
+}
+
+// wantBadInput fails unless err is an input error that the presenter shows
+// as BAD_USER_INPUT.
+func wantBadInput(t *testing.T, in any, err error) {
+	t.Helper()
+	var ie *errs.Input
+	if !errors.As(err, &ie) {
+		t.Fatalf("%#v: error %v (%T) is not *errs.Input", in, err, err)
+	}
+	if code := errs.Present(context.Background(), err).Extensions["code"]; code != errs.BadUserInput {
+		t.Fatalf("%#v: presented as %v, want %s", in, code, errs.BadUserInput)
+	}
+}
+
+func TestDate(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"2026-01-01", "2026-02-28", "2024-02-29", "2000-02-29", "2026-12-31", "0001-01-01", "9999-12-31"} {
+		d, err := UnmarshalDate(s)
+		if err != nil {
+			t.Errorf("UnmarshalDate(%q): %v", s, err)
+			continue
+		}
+		if got, want := printed(MarshalDate(d)), strconv.Quote(s); got != want {
+			t.Errorf("UnmarshalDate(%q) prints %s, want %s", s, got, want)
+		}
+	}
+	if d, _ := UnmarshalDate("2026-03-09"); d != (upstream.Date{Year: 2026, Month: time.March, Day: 9}) {
+		t.Errorf("UnmarshalDate(2026-03-09) = %+v", d)
+	}
+	for _, in := range []any{
+		"", "2026-02-30", "2025-02-29", "1900-02-29", "2026-04-31", "2026-13-01", "2026-00-10", "2026-01-00", "2026-01-32",
+		"2026-1-01", "2026-01-1", "26-01-01", "02026-01-01", "2026/01/01", "20260101", "01-01-2026", "2026-01-01T00:00:00Z",
+		"2026-01-01 ", " 2026-01-01", "2026-01-01\n", "2026-01-1a", "+026-01-01", "-026-01-01", "2026-+1-01", "2026-0x-01",
+		"２０２６-01-01", "2026–01–01",
+		20260101, int64(20260101), 2026.0, true, nil, map[string]any{"year": 2026}, []any{"2026-01-01"},
+	} {
+		d, err := UnmarshalDate(in)
+		if err == nil {
+			t.Errorf("UnmarshalDate(%#v) = %v, want an error", in, d)
+			continue
+		}
+		wantBadInput(t, in, err)
+	}
+}
+
+func TestDateTime(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"2026-07-20T18:00:00.000Z", "2024-02-29T23:59:59.999Z", "2026-01-01T00:00:00.001Z", "0001-01-01T00:00:00.000Z"} {
+		ts, err := UnmarshalDateTime(s)
+		if err != nil {
+			t.Errorf("UnmarshalDateTime(%q): %v", s, err)
+			continue
+		}
+		if got, want := printed(MarshalDateTime(ts)), strconv.Quote(s); got != want {
+			t.Errorf("UnmarshalDateTime(%q) prints %s, want %s", s, got, want)
+		}
+	}
+	want := time.Date(2026, time.July, 20, 18, 0, 0, 250e6, time.UTC)
+	if ts, _ := UnmarshalDateTime("2026-07-20T18:00:00.250Z"); !ts.Equal(want) {
+		t.Errorf("UnmarshalDateTime(2026-07-20T18:00:00.250Z) = %v, want %v", ts.Time, want)
+	}
+	for _, in := range []any{
+		"", "2026-07-20", "2026-07-20T18:00:00Z", "2026-07-20T18:00:00.0Z", "2026-07-20T18:00:00.00Z", "2026-07-20T18:00:00.0000Z",
+		"2026-07-20T18:00:00.000", "2026-07-20T18:00:00.000+00:00", "2026-07-20T20:00:00.000+02:00", "2026-07-20T18:00:00.000z",
+		"2026-07-20t18:00:00.000Z", "2026-07-20 18:00:00.000Z", "2026-07-20T18:00.000Z", "2026-07-20T8:00:00.0000Z",
+		"2026-07-20T24:00:00.000Z", "2026-07-20T23:60:00.000Z", "2026-12-31T23:59:60.000Z", "2026-02-30T00:00:00.000Z",
+		"2026-07-20T18:00:00,000Z", "2026-07-20T18:00:00.+00Z", "2026-07-20T18:00:00.-00Z", "2026-07-20T18:00:00.00aZ",
+		" 2026-07-20T18:00:00.000Z", "2026-07-20T18:00:00.000Z ", "2026-07-20T18:00:00.000ZZ", "+026-07-20T18:00:00.000Z",
+		1784570400000, 1784570400.0, false, nil, map[string]any{}, []any{},
+	} {
+		ts, err := UnmarshalDateTime(in)
+		if err == nil {
+			t.Errorf("UnmarshalDateTime(%#v) = %v, want an error", in, ts)
+			continue
+		}
+		wantBadInput(t, in, err)
+	}
+}
+
+// MarshalDateTime prints any instant in UTC with exactly three fraction
+// digits, truncating finer precision rather than rounding into the next ms.
+func TestMarshalDateTimeNormalizes(t *testing.T) {
+	t.Parallel()
+	in := time.Date(2026, time.July, 20, 20, 0, 0, 999_999_999, time.FixedZone("CEST", 2*3600))
+	if got, want := printed(MarshalDateTime(upstream.Timestamp{Time: in})), `"2026-07-20T18:00:00.999Z"`; got != want {
+		t.Errorf("MarshalDateTime(%v) = %s, want %s", in, got, want)
+	}
+}
+
+// FuzzUnmarshalDate checks that UnmarshalDate never panics, refuses with a
+// BAD_USER_INPUT error, and accepts only strings it prints back identically.
+func FuzzUnmarshalDate(f *testing.F) {
+	for _, s := range []string{"2026-02-28", "2026-02-30", "2024-02-29", "0000-01-01", "2026-1-01", "+026-01-01", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := UnmarshalDate(s)
+		if err != nil {
+			wantBadInput(t, s, err)
+			return
+		}
+		if got, want := printed(MarshalDate(d)), strconv.Quote(s); got != want {
+			t.Fatalf("UnmarshalDate(%q) = %+v, which prints %s", s, d, got)
+		}
+	})
+}
+
+// FuzzUnmarshalDateTime checks that UnmarshalDateTime never panics, refuses
+// with a BAD_USER_INPUT error, and accepts only strings it prints back
+// identically.
+func FuzzUnmarshalDateTime(f *testing.F) {
+	for _, s := range []string{"2026-07-20T18:00:00.000Z", "2026-07-20T18:00:00Z", "2026-07-20T18:00:00.000+00:00", "2026-07-20T8:00:00.0000Z", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ts, err := UnmarshalDateTime(s)
+		if err != nil {
+			wantBadInput(t, s, err)
+			return
+		}
+		if got, want := printed(MarshalDateTime(ts)), strconv.Quote(s); got != want {
+			t.Fatalf("UnmarshalDateTime(%q) = %v, which prints %s", s, ts.Time, got)
+		}
+	})
+}
