@@ -53,12 +53,14 @@ type Client struct {
 type Option func(*Client) error
 
 // WithHTTPClient replaces the HTTP client. Its Timeout should not be zero.
+// The client keeps a copy, so a later WithTimeout leaves hc as it was.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) error {
 		if hc == nil {
 			return errors.New("upstream: nil http.Client")
 		}
-		c.http = hc
+		cp := *hc
+		c.http = &cp
 		return nil
 	}
 }
@@ -181,12 +183,12 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 			return nil, nil, &Error{Op: cl.op, Code: codeRefused, Message: "encode body", Err: err}
 		}
 	}
-	u := *c.base
-	u.Path += cl.path
+	// cl.path is already escaped (ids go through url.PathEscape); appending it
+	// to URL.Path would escape it a second time.
+	rawURL := c.base.String() + cl.path
 	if len(cl.query) > 0 {
-		u.RawQuery = cl.query.Encode()
+		rawURL += "?" + cl.query.Encode()
 	}
-	rawURL := u.String()
 	retryable := cl.safe || cl.idempotencyKey != ""
 	for attempt := 1; ; attempt++ {
 		data, page, err := c.send(ctx, cl, rawURL, key, body)
@@ -210,7 +212,11 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, nil, err
+			if errors.Is(err, ctx.Err()) {
+				return nil, nil, err
+			}
+			// The caller gave up; say so, or errors.Is(err, context.Canceled) fails.
+			return nil, nil, fmt.Errorf("%w; gave up waiting to retry: %w", err, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -244,13 +250,21 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := errorFromResponse(cl.op, resp)
 		e.IdempotencyKey = cl.idempotencyKey
+		e.redact(key)
 		return nil, nil, e
 	}
 	var env struct {
 		Data       json.RawMessage `json:"data"`
 		Pagination *Pagination     `json:"pagination"`
 	}
-	err = json.NewDecoder(io.LimitReader(resp.Body, maxSuccessBody)).Decode(&env)
+	br := &bodyReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
+	err = json.NewDecoder(br).Decode(&env)
+	if br.err != nil {
+		// The answer broke off (dropped connection, timeout, cancellation):
+		// no complete answer arrived, which is temporary, not malformed.
+		return nil, nil, &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
+			RequestID: resp.Header.Get("X-Request-Id"), Err: br.err, IdempotencyKey: cl.idempotencyKey}
+	}
 	if err == nil && (env.Data == nil || string(env.Data) == "null") {
 		err = errors.New("answer has no data member")
 	}
@@ -261,6 +275,21 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	// Drain what the decoder left so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return env.Data, env.Pagination, nil
+}
+
+// bodyReader remembers a read error other than io.EOF, so a broken-off answer
+// can be told from a malformed one.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
 
 // transportCause strips the request URL from a transport error: an error may

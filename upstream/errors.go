@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,7 +18,8 @@ var (
 	// ErrNoAPIKey means the context carried no bearer key; nothing was sent.
 	ErrNoAPIKey = errors.New("upstream: no API key in context")
 	// ErrInvalidRequest means the request was refused before sending (for
-	// example an Idempotency-Key over 64 characters) or answered 400, 413 or 415.
+	// example an Idempotency-Key over 64 characters) or answered 400, 413, 415
+	// or another 4xx that has no sentinel of its own (405, 422, …).
 	ErrInvalidRequest = errors.New("upstream: invalid request")
 	// ErrUnauthorized matches 401 answers.
 	ErrUnauthorized = errors.New("upstream: unauthorized")
@@ -32,7 +34,8 @@ var (
 	// ErrUnavailable matches 5xx answers and requests that got no answer at all
 	// (connection refused or dropped, timeout).
 	ErrUnavailable = errors.New("upstream: unavailable")
-	// ErrBadResponse means a success answer whose body could not be decoded.
+	// ErrBadResponse means a success answer whose body could not be decoded,
+	// or an answer of a status the client does not use (3xx it did not follow).
 	ErrBadResponse = errors.New("upstream: malformed response")
 )
 
@@ -85,9 +88,12 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrInvalidRequest:
-		return e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge ||
-			e.Status == http.StatusUnsupportedMediaType || e.Status == http.StatusUnprocessableEntity ||
-			e.Code == codeRefused
+		switch e.Status {
+		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
+			http.StatusTooManyRequests:
+			return false // each has its own sentinel
+		}
+		return (e.Status >= 400 && e.Status < 500) || e.Code == codeRefused
 	case ErrUnauthorized:
 		return e.Status == http.StatusUnauthorized
 	case ErrForbidden:
@@ -101,7 +107,7 @@ func (e *Error) Is(target error) bool {
 	case ErrUnavailable:
 		return e.Status >= 500 || (e.Status == 0 && e.Code != codeRefused)
 	case ErrBadResponse:
-		return e.Code == codeBadResponse
+		return e.Code == codeBadResponse || (e.Status >= 100 && e.Status < 200) || (e.Status >= 300 && e.Status < 400)
 	}
 	return false
 }
@@ -110,6 +116,17 @@ func (e *Error) Is(target error) bool {
 // throttling, a server error, or no answer at all.
 func (e *Error) Temporary() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status >= 500 || (e.Status == 0 && e.Code == codeNoResponse)
+}
+
+// redact removes the bearer key from what the upstream said: an upstream
+// that echoes the key must not carry it into our errors and logs.
+func (e *Error) redact(key string) {
+	if key == "" {
+		return
+	}
+	for _, s := range []*string{&e.Code, &e.Message, &e.RequestID} {
+		*s = strings.ReplaceAll(*s, key, "[redacted]")
+	}
 }
 
 // Codes the client itself assigns when the answer carried none.
@@ -166,6 +183,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
 		if s < 0 {
 			return 0
+		}
+		if s > int(math.MaxInt64/time.Second) {
+			return math.MaxInt64 // would overflow; it is "too long" all the same
 		}
 		return time.Duration(s) * time.Second
 	}

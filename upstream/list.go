@@ -86,11 +86,15 @@ func refuse(op, msg string) *Error {
 	return &Error{Op: op, Code: codeRefused, Message: msg}
 }
 
-// pathID escapes an id for a path segment, refusing an empty one (which
-// would address another route).
+// pathID escapes an id for a path segment, refusing an empty one and the dot
+// segments "." and ".." (which PathEscape leaves as they are): each would
+// address another route.
 func pathID(op, id string) (string, error) {
 	if id == "" {
 		return "", refuse(op, "empty id")
+	}
+	if id == "." || id == ".." {
+		return "", refuse(op, fmt.Sprintf("id %q is a dot segment", id))
 	}
 	return url.PathEscape(id), nil
 }

@@ -72,6 +72,25 @@ func (t Timestamp) String() string { return t.UTC().Format(TimestampLayout) }
 // MarshalText implements encoding.TextMarshaler.
 func (t Timestamp) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
+// MarshalJSON implements json.Marshaler. It is needed because the embedded
+// time.Time's MarshalJSON would otherwise win over MarshalText and write
+// RFC 3339 without the fixed milliseconds.
+func (t Timestamp) MarshalJSON() ([]byte, error) { return []byte(`"` + t.String() + `"`), nil }
+
+// UnmarshalJSON implements json.Unmarshaler with UnmarshalText's rules (the
+// embedded time.Time's UnmarshalJSON would keep the offset instead of UTC).
+// JSON null leaves t unchanged.
+func (t *Timestamp) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("timestamp %s is not a JSON string", b)
+	}
+	return t.UnmarshalText([]byte(s))
+}
+
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (t *Timestamp) UnmarshalText(b []byte) error {
 	v, err := time.Parse(time.RFC3339Nano, string(b))

@@ -387,11 +387,11 @@ type HistoryRow map[string]json.RawMessage
 
 // String returns the text in column col, and whether it is a string.
 func (r HistoryRow) String(col string) (string, bool) {
-	var s string
-	if json.Unmarshal(r[col], &s) != nil {
+	var s *string // JSON null decodes into a string without error; it is not one
+	if json.Unmarshal(r[col], &s) != nil || s == nil {
 		return "", false
 	}
-	return s, true
+	return *s, true
 }
 
 // Number returns the number in column col, and whether it is a number.

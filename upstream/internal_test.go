@@ -1,0 +1,93 @@
+package upstream
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	p := RetryPolicy{MaxAttempts: 5, BaseDelay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond, MaxRetryAfter: time.Second}
+	exact := []struct {
+		name       string
+		policy     RetryPolicy
+		attempt    int
+		retryAfter time.Duration
+		want       time.Duration
+	}{
+		{"Retry-After honoured", p, 1, 300 * time.Millisecond, 300 * time.Millisecond},
+		{"Retry-After at the limit", p, 1, time.Second, time.Second},
+		{"Retry-After above MaxDelay still honoured", p, 2, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"Retry-After above the limit stops", p, 1, time.Second + time.Nanosecond, -1},
+		{"no backoff configured", RetryPolicy{MaxAttempts: 3}, 2, 0, 0},
+	}
+	for _, tc := range exact {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.policy.backoff(tc.attempt, tc.retryAfter); got != tc.want {
+				t.Errorf("backoff(%d, %v) = %v, want %v", tc.attempt, tc.retryAfter, got, tc.want)
+			}
+		})
+	}
+	jitter := []struct {
+		attempt int
+		ceiling time.Duration
+	}{
+		{1, 10 * time.Millisecond},
+		{2, 20 * time.Millisecond},
+		{3, 40 * time.Millisecond},
+		{4, 40 * time.Millisecond},  // capped
+		{70, 40 * time.Millisecond}, // the shift overflows; still capped
+	}
+	for _, tc := range jitter {
+		t.Run("jitter", func(t *testing.T) {
+			t.Parallel()
+			for range 200 {
+				if got := p.backoff(tc.attempt, 0); got <= 0 || got > tc.ceiling {
+					t.Fatalf("backoff(%d, 0) = %v, want in (0, %v]", tc.attempt, got, tc.ceiling)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		in   string
+		want time.Duration
+	}{
+		{"absent", "", 0},
+		{"zero", "0", 0},
+		{"seconds", "5", 5 * time.Second},
+		{"spaces", " 7 ", 7 * time.Second},
+		{"negative", "-3", 0},
+		{"garbage", "soon", 0},
+		{"fraction", "0.5", 0},
+		{"HTTP date ahead", now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{"HTTP date past", now.Add(-time.Minute).Format(http.TimeFormat), 0},
+		{"largest exact", "9223372036", 9223372036 * time.Second},
+		{"overflowing to negative", "10000000000", 1<<63 - 1},
+		{"overflowing to small", "18446744074", 1<<63 - 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := parseRetryAfter(tc.in, now); got != tc.want {
+				t.Errorf("parseRetryAfter(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	e := &Error{Code: "bad_k", Message: "key k-123 and k-123", RequestID: "k-123"}
+	e.redact("k-123")
+	if e.Code != "bad_k" || e.Message != "key [redacted] and [redacted]" || e.RequestID != "[redacted]" {
+		t.Errorf("after redact: %+v", e)
+	}
+}

@@ -1,0 +1,426 @@
+package upstream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/costgw/gateway/upstream"
+	"github.com/google/go-cmp/cmp"
+)
+
+// lister is one list operation of the client, with its iterator, reduced to
+// record ids.
+type lister struct {
+	name string
+	path string
+	item func(i int) string // JSON of record i, whose id is "id-<i>"
+	list func(ctx context.Context, c *upstream.Client, opts *upstream.ListOptions) (int, error)
+	all  func(ctx context.Context, c *upstream.Client, pageSize int) iter.Seq2[string, error]
+}
+
+// ids turns a typed sequence into a sequence of ids (of the zero value too,
+// so that collect can see a value yielded with an error).
+func ids[T any](seq iter.Seq2[T, error], id func(T) string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for v, err := range seq {
+			if !yield(id(v), err) {
+				return
+			}
+		}
+	}
+}
+
+func listers() []lister {
+	count := func(n int, err error) (int, error) { return n, err }
+	return []lister{
+		{
+			name: "Recommendations", path: "/v1/recommendations",
+			item: func(i int) string { return fmt.Sprintf(`{"recommendation_id":"id-%d","extra_%d":true}`, i, i) },
+			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
+				p, err := c.Recommendations.List(ctx, o)
+				if err != nil {
+					return count(0, err)
+				}
+				return len(p.Data), nil
+			},
+			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
+				return ids(c.Recommendations.All(ctx, n), func(r upstream.Recommendation) string { return r.RecommendationID })
+			},
+		},
+		{
+			name: "Anomalies", path: "/v1/anomalies",
+			item: func(i int) string { return fmt.Sprintf(`{"anomaly_id":"id-%d","start_date":"2026-07-10"}`, i) },
+			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
+				p, err := c.Anomalies.List(ctx, o)
+				if err != nil {
+					return count(0, err)
+				}
+				return len(p.Data), nil
+			},
+			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
+				return ids(c.Anomalies.All(ctx, n), func(a upstream.Anomaly) string { return a.AnomalyID })
+			},
+		},
+		{
+			name: "Budgets", path: "/v1/budgets",
+			item: func(i int) string { return fmt.Sprintf(`{"id":"id-%d","startDate":"2026-01-01"}`, i) },
+			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
+				p, err := c.Budgets.List(ctx, o)
+				if err != nil {
+					return count(0, err)
+				}
+				return len(p.Data), nil
+			},
+			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
+				return ids(c.Budgets.All(ctx, n), func(b upstream.Budget) string { return b.ID })
+			},
+		},
+		{
+			name: "Notifications", path: "/v1/notifications/scheduled",
+			item: func(i int) string { return fmt.Sprintf(`{"id":"id-%d","scheduledAt":"2026-07-20T18:00:00.000Z"}`, i) },
+			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
+				p, err := c.Notifications.ListScheduled(ctx, o)
+				if err != nil {
+					return count(0, err)
+				}
+				return len(p.Data), nil
+			},
+			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
+				return ids(c.Notifications.AllScheduled(ctx, n), func(s upstream.ScheduledNotification) string { return s.ID })
+			},
+		},
+	}
+}
+
+const emptyPage = `{"data":[],"pagination":{"limit":50,"has_more":false,"next_cursor":null}}`
+
+func TestListOptions(t *testing.T) {
+	t.Parallel()
+	const odd = "eyJh/ZnRl+ciI6N30=?&x=1 %zz#frag"
+	tests := []struct {
+		name    string
+		opts    *upstream.ListOptions
+		want    url.Values // nil: refused before sending
+		wantRaw string     // exact raw query when set
+	}{
+		{name: "nil options", opts: nil, want: url.Values{}, wantRaw: ""},
+		{name: "zero options", opts: &upstream.ListOptions{}, want: url.Values{}, wantRaw: ""},
+		{name: "limit 1", opts: &upstream.ListOptions{Limit: 1}, want: url.Values{"limit": {"1"}}, wantRaw: "limit=1"},
+		{name: "limit 50", opts: &upstream.ListOptions{Limit: 50}, want: url.Values{"limit": {"50"}}},
+		{name: "limit 200", opts: &upstream.ListOptions{Limit: 200}, want: url.Values{"limit": {"200"}}},
+		{name: "limit 201", opts: &upstream.ListOptions{Limit: 201}},
+		{name: "limit -1", opts: &upstream.ListOptions{Limit: -1}},
+		{name: "cursor alone", opts: &upstream.ListOptions{Cursor: "eyJhZnRlciI6NTB9"}, want: url.Values{"cursor": {"eyJhZnRlciI6NTB9"}}},
+		{name: "cursor needing escapes", opts: &upstream.ListOptions{Limit: 7, Cursor: odd}, want: url.Values{"limit": {"7"}, "cursor": {odd}}},
+		{name: "bad limit with cursor", opts: &upstream.ListOptions{Limit: 1000, Cursor: "c"}},
+	}
+	for _, l := range listers() {
+		for _, tc := range tests {
+			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, answer(http.StatusOK, emptyPage))
+				c := newTestClient(t, f.URL)
+				_, err := l.list(keyCtx(t), c, tc.opts)
+				reqs := f.requests()
+				if tc.want == nil {
+					if diff := cmp.Diff([]string{"ErrInvalidRequest"}, matching(err)); diff != "" {
+						t.Errorf("err = %v; sentinels (-want +got):\n%s", err, diff)
+					}
+					if len(reqs) != 0 {
+						t.Errorf("upstream saw %d requests, want none", len(reqs))
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(reqs) != 1 {
+					t.Fatalf("upstream saw %d requests, want 1", len(reqs))
+				}
+				if reqs[0].EscapedPath != basePath+l.path {
+					t.Errorf("path = %s, want %s", reqs[0].EscapedPath, basePath+l.path)
+				}
+				if diff := cmp.Diff(tc.want, reqs[0].Query); diff != "" {
+					t.Errorf("query (-want +got):\n%s", diff)
+				}
+				if tc.wantRaw != "" || len(tc.want) == 0 {
+					if reqs[0].RawQuery != tc.wantRaw {
+						t.Errorf("raw query = %q, want %q", reqs[0].RawQuery, tc.wantRaw)
+					}
+				}
+			})
+		}
+	}
+}
+
+// pager serves n records of a lister in pages, with cursors that need
+// escaping. It records nothing itself; newFake does.
+func pager(t *testing.T, l lister, n int) func(http.ResponseWriter, *http.Request, int) {
+	return func(w http.ResponseWriter, r *http.Request, _ int) {
+		limit := 50
+		if s := r.URL.Query().Get("limit"); s != "" {
+			var err error
+			if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > 200 {
+				writeJSON(w, http.StatusBadRequest, envelope("invalid_limit", s, "r"))
+				return
+			}
+		}
+		start := 0
+		if cur := r.URL.Query().Get("cursor"); cur != "" {
+			off, ok := strings.CutPrefix(cur, "after/?&= ")
+			var err error
+			if start, err = strconv.Atoi(off); !ok || err != nil {
+				t.Errorf("cursor %q was not sent unchanged", cur)
+				writeJSON(w, http.StatusBadRequest, envelope("invalid_cursor", cur, "r"))
+				return
+			}
+		}
+		end := min(start+limit, n)
+		items := make([]string, 0, end-start)
+		for i := start; i < end; i++ {
+			items = append(items, l.item(i))
+		}
+		next := "null"
+		if end < n {
+			next = strconv.Quote("after/?&= " + strconv.Itoa(end))
+		}
+		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"data":[%s],"pagination":{"limit":%d,"has_more":%t,"next_cursor":%s}}`,
+			strings.Join(items, ","), limit, end < n, next))
+	}
+}
+
+func wantIDs(from, to int) []string {
+	out := []string{}
+	for i := from; i < to; i++ {
+		out = append(out, "id-"+strconv.Itoa(i))
+	}
+	return out
+}
+
+// collect runs a sequence to its end or to stopAfter values, and returns the
+// ids and errors in the order they came.
+func collect(seq iter.Seq2[string, error], stopAfter int) (got []string, errs []error) {
+	got = []string{}
+	for id, err := range seq {
+		if err != nil {
+			errs = append(errs, err)
+			if id != "" {
+				got = append(got, "error with the value "+id)
+			} else {
+				got = append(got, "error")
+			}
+		} else {
+			got = append(got, id)
+		}
+		if stopAfter > 0 && len(got) == stopAfter {
+			break
+		}
+	}
+	return got, errs
+}
+
+func TestAllWalksEveryPage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		records   int
+		pageSize  int
+		wantCalls int
+		wantLimit string
+	}{
+		{name: "several pages", records: 23, pageSize: 5, wantCalls: 5, wantLimit: "5"},
+		{name: "exact pages", records: 20, pageSize: 5, wantCalls: 4, wantLimit: "5"},
+		{name: "page size 1", records: 3, pageSize: 1, wantCalls: 3, wantLimit: "1"},
+		{name: "default page size", records: 120, pageSize: 0, wantCalls: 3, wantLimit: ""},
+		{name: "largest page size", records: 201, pageSize: 200, wantCalls: 2, wantLimit: "200"},
+		{name: "empty list", records: 0, pageSize: 5, wantCalls: 1, wantLimit: "5"},
+	}
+	for _, l := range listers() {
+		for _, tc := range tests {
+			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, pager(t, l, tc.records))
+				c := newTestClient(t, f.URL)
+				got, errs := collect(l.all(keyCtx(t), c, tc.pageSize), 0)
+				if len(errs) > 0 {
+					t.Fatalf("errors: %v", errs)
+				}
+				if diff := cmp.Diff(wantIDs(0, tc.records), got); diff != "" {
+					t.Errorf("ids (-want +got):\n%s", diff)
+				}
+				reqs := f.requests()
+				if len(reqs) != tc.wantCalls {
+					t.Errorf("upstream saw %d requests, want %d", len(reqs), tc.wantCalls)
+				}
+				for i, r := range reqs {
+					if got := r.Query.Get("limit"); got != tc.wantLimit {
+						t.Errorf("request %d: limit = %q, want %q", i+1, got, tc.wantLimit)
+					}
+					if _, has := r.Query["cursor"]; has != (i > 0) {
+						t.Errorf("request %d: cursor present = %t, want %t", i+1, has, i > 0)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestAllStopsWhenTheConsumerBreaks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		stopAfter int
+		wantCalls int
+	}{
+		{"inside the first page", 3, 1},
+		{"at the end of the first page", 5, 1},
+		{"inside the second page", 7, 2},
+	}
+	for _, l := range listers() {
+		for _, tc := range tests {
+			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, pager(t, l, 23))
+				c := newTestClient(t, f.URL)
+				got, errs := collect(l.all(keyCtx(t), c, 5), tc.stopAfter)
+				if len(errs) > 0 {
+					t.Fatalf("errors: %v", errs)
+				}
+				if diff := cmp.Diff(wantIDs(0, tc.stopAfter), got); diff != "" {
+					t.Errorf("ids (-want +got):\n%s", diff)
+				}
+				if n := f.count(); n != tc.wantCalls {
+					t.Errorf("upstream saw %d requests, want %d", n, tc.wantCalls)
+				}
+			})
+		}
+	}
+}
+
+func TestAllYieldsAFailingPage(t *testing.T) {
+	t.Parallel()
+	for _, l := range listers() {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			serve := pager(t, l, 23)
+			f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if n == 2 {
+					writeJSON(w, http.StatusInternalServerError, envelope("internal_error", "boom", "r"))
+					return
+				}
+				serve(w, r, n)
+			})
+			c := newTestClient(t, f.URL, upstream.WithRetry(noRetry))
+			got, errs := collect(l.all(keyCtx(t), c, 5), 0)
+			if diff := cmp.Diff(append(wantIDs(0, 5), "error"), got); diff != "" {
+				t.Errorf("sequence (-want +got):\n%s", diff)
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], upstream.ErrUnavailable) {
+				t.Errorf("errors = %v, want one ErrUnavailable", errs)
+			}
+			if n := f.count(); n != 2 {
+				t.Errorf("upstream saw %d requests, want 2", n)
+			}
+		})
+	}
+}
+
+func TestAllRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		ctx      func(t *testing.T) context.Context
+		pageSize int
+		want     error
+	}{
+		{"page size too large", keyCtx, 201, upstream.ErrInvalidRequest},
+		{"negative page size", keyCtx, -1, upstream.ErrInvalidRequest},
+		{"no key", func(t *testing.T) context.Context { return t.Context() }, 5, upstream.ErrNoAPIKey},
+	}
+	for _, l := range listers() {
+		for _, tc := range tests {
+			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, pager(t, l, 23))
+				c := newTestClient(t, f.URL)
+				got, errs := collect(l.all(tc.ctx(t), c, tc.pageSize), 0)
+				if diff := cmp.Diff([]string{"error"}, got); diff != "" {
+					t.Errorf("sequence (-want +got):\n%s", diff)
+				}
+				if len(errs) != 1 || !errors.Is(errs[0], tc.want) {
+					t.Errorf("errors = %v, want %v", errs, tc.want)
+				}
+				if n := f.count(); n != 0 {
+					t.Errorf("upstream saw %d requests, want none", n)
+				}
+			})
+		}
+	}
+}
+
+func TestAllDetectsARepeatingCursor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		cursors   []string // next_cursor of page 1, 2, …; the last one repeats forever
+		wantCalls int
+	}{
+		{"same cursor every time", []string{"A"}, 2},
+		{"cycle of two", []string{"A", "B", "A"}, 3},
+		{"empty cursor with has_more", []string{""}, 1},
+	}
+	for _, l := range listers() {
+		for _, tc := range tests {
+			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+					if n > 10 {
+						t.Errorf("request %d: the iterator is looping", n)
+						writeJSON(w, http.StatusOK, emptyPage)
+						return
+					}
+					cur := tc.cursors[min(n, len(tc.cursors))-1]
+					writeJSON(w, http.StatusOK, fmt.Sprintf(`{"data":[%s],"pagination":{"limit":1,"has_more":true,"next_cursor":%q}}`,
+						l.item(n-1), cur))
+				})
+				c := newTestClient(t, f.URL)
+				got, errs := collect(l.all(keyCtx(t), c, 1), 0)
+				if diff := cmp.Diff(append(wantIDs(0, tc.wantCalls), "error"), got); diff != "" {
+					t.Errorf("sequence (-want +got):\n%s", diff)
+				}
+				if len(errs) != 1 || !errors.Is(errs[0], upstream.ErrBadResponse) {
+					t.Errorf("errors = %v, want one ErrBadResponse", errs)
+				}
+				if n := f.count(); n != tc.wantCalls {
+					t.Errorf("upstream saw %d requests, want %d", n, tc.wantCalls)
+				}
+			})
+		}
+	}
+}
+
+// has_more is the contract's end marker: a cursor on the last page is ignored.
+func TestAllStopsWhenHasMoreIsFalse(t *testing.T) {
+	t.Parallel()
+	for _, l := range listers() {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, answer(http.StatusOK, `{"data":[`+l.item(0)+`],"pagination":{"limit":50,"has_more":false,"next_cursor":"more?"}}`))
+			c := newTestClient(t, f.URL)
+			got, errs := collect(l.all(keyCtx(t), c, 0), 0)
+			if len(errs) > 0 || !cmp.Equal(wantIDs(0, 1), got) {
+				t.Errorf("sequence = %v, errors %v; want [id-0]", got, errs)
+			}
+			if n := f.count(); n != 1 {
+				t.Errorf("upstream saw %d requests, want 1", n)
+			}
+		})
+	}
+}
