@@ -11,6 +11,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/graph-gophers/dataloader/v7 v7.1.0
 	github.com/rs/cors v1.11.1
+	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/vektah/gqlparser/v2 v2.5.64
 )
 

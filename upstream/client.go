@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/sony/gobreaker/v2"
 )
 
 // DefaultTimeout bounds one attempt of one call, answer body included.
@@ -41,6 +42,9 @@ type Client struct {
 	userAgent string
 	retry     RetryPolicy
 	newKey    func() string
+	budget    *budget
+	breaker   *gobreaker.CircuitBreaker[struct{}]
+	inflight  chan struct{}
 
 	Recommendations *RecommendationsService
 	Anomalies       *AnomaliesService
@@ -128,7 +132,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		userAgent: "costgw-upstream/1",
 		retry:     DefaultRetryPolicy,
 		newKey:    uuid.NewString,
+		budget:    newBudget(DefaultRetryBudget),
+		inflight:  make(chan struct{}, DefaultMaxInFlight),
 	}
+	c.breaker = newBreaker(u.Host, DefaultBreakerSettings)
 	for _, opt := range opts {
 		if err := opt(c); err != nil {
 			return nil, err
@@ -190,23 +197,26 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 		rawURL += "?" + cl.query.Encode()
 	}
 	retryable := cl.safe || cl.idempotencyKey != ""
+	c.budget.deposit()
 	for attempt := 1; ; attempt++ {
-		data, page, err := c.send(ctx, cl, rawURL, key, body)
+		a, err := c.attempt(ctx, cl, rawURL, key, body)
 		if err == nil {
 			v := new(T)
-			if err := json.Unmarshal(data, v); err != nil {
-				return nil, nil, &Error{Op: cl.op, Status: http.StatusOK, Code: codeBadResponse,
+			if err := json.Unmarshal(a.data, v); err != nil {
+				return nil, nil, &Error{Op: cl.op, Status: http.StatusOK, Code: codeBadResponse, RequestID: a.requestID,
 					Message: "malformed answer", Err: err, IdempotencyKey: cl.idempotencyKey}
 			}
-			return v, page, nil
+			return v, a.page, nil
 		}
 		var ue *Error
 		if !retryable || !errors.As(err, &ue) || !ue.Temporary() || attempt >= c.retry.MaxAttempts {
 			return nil, nil, err
 		}
 		wait := c.retry.backoff(attempt, ue.RetryAfter)
-		if wait < 0 {
-			return nil, nil, err // the upstream asked for a longer pause than we allow
+		if wait < 0 || !c.budget.withdraw() {
+			// The upstream asked for a longer pause than we allow, or it has
+			// failed so much of late that retrying would only add load.
+			return nil, nil, err
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -222,15 +232,22 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 	}
 }
 
+// answer is the part of a success answer the client keeps.
+type answer struct {
+	data      json.RawMessage
+	page      *Pagination
+	requestID string
+}
+
 // send makes one attempt and returns the data member of a success answer.
-func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []byte) (json.RawMessage, *Pagination, error) {
+func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []byte) (answer, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, rawURL, rd)
 	if err != nil {
-		return nil, nil, &Error{Op: cl.op, Code: codeRefused, Message: "build request", Err: err}
+		return answer{}, &Error{Op: cl.op, Code: codeRefused, Message: "build request", Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Accept", "application/json")
@@ -243,7 +260,7 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, nil, &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err),
+		return answer{}, &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err),
 			IdempotencyKey: cl.idempotencyKey}
 	}
 	defer resp.Body.Close()
@@ -251,7 +268,7 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 		e := errorFromResponse(cl.op, resp)
 		e.IdempotencyKey = cl.idempotencyKey
 		e.redact(key)
-		return nil, nil, e
+		return answer{}, e
 	}
 	var env struct {
 		Data       json.RawMessage `json:"data"`
@@ -262,19 +279,19 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	if br.err != nil {
 		// The answer broke off (dropped connection, timeout, cancellation):
 		// no complete answer arrived, which is temporary, not malformed.
-		return nil, nil, &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
+		return answer{}, &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
 			RequestID: resp.Header.Get("X-Request-Id"), Err: br.err, IdempotencyKey: cl.idempotencyKey}
 	}
 	if err == nil && (env.Data == nil || string(env.Data) == "null") {
 		err = errors.New("answer has no data member")
 	}
 	if err != nil {
-		return nil, nil, &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
+		return answer{}, &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
 			RequestID: resp.Header.Get("X-Request-Id"), Err: err, IdempotencyKey: cl.idempotencyKey}
 	}
 	// Drain what the decoder left so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	return env.Data, env.Pagination, nil
+	return answer{data: env.Data, page: env.Pagination, requestID: resp.Header.Get("X-Request-Id")}, nil
 }
 
 // bodyReader remembers a read error other than io.EOF, so a broken-off answer

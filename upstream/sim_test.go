@@ -694,7 +694,10 @@ func TestSimCreateSurvivesDroppedAnswer(t *testing.T) {
 func TestSimCreatesUnderFaults(t *testing.T) {
 	t.Parallel()
 	s := sim.New(sim.Options{})
-	c := simClient(t, s, s, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 25, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}))
+	// The fault rates are far above the breaker's trip ratio: this test is
+	// about retries, so the breaker is off.
+	c := simClient(t, s, s, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 25, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
+		upstream.WithCircuitBreaker(upstream.BreakerSettings{}))
 	ctx := as(t, sim.DemoKey)
 	n := len(s.IDs(sim.DemoKey, sim.CollectionBudgets))
 	in := newBudget(s, t, c, "")
@@ -727,7 +730,10 @@ func TestSimCreatesUnderFaults(t *testing.T) {
 func TestSimRetriesReadsUnderFaults(t *testing.T) {
 	t.Parallel()
 	s := sim.New(sim.Options{})
-	c := simClient(t, s, s, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 25, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}))
+	// The fault rates are far above the breaker's trip ratio: this test is
+	// about retries, so the breaker is off.
+	c := simClient(t, s, s, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 25, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
+		upstream.WithCircuitBreaker(upstream.BreakerSettings{}))
 	want := s.IDs(sim.DemoKey, sim.CollectionAnomalies)
 	s.SetFaults(sim.Faults{DropBefore: 0.2, DropAfter: 0.2, Error500: 0.2})
 	got, errs := collect(ids(c.Anomalies.All(as(t, sim.DemoKey), 20), func(a upstream.Anomaly) string { return a.AnomalyID }), 0)
