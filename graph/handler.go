@@ -138,12 +138,19 @@ func limitBody(max int64, next http.Handler) http.Handler {
 // puts it in the request context, where the upstream client finds it. A
 // request without one still runs: introspection and __typename need no key,
 // and fields that need the upstream fail with UNAUTHENTICATED.
+//
+// It also hands the request id that the server's middleware set on the
+// response (X-Request-Id) to the error presenter.
 func WithAPIKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
 		if key, ok := bearer(r.Header.Get("Authorization")); ok {
-			r = r.WithContext(upstream.WithAPIKey(r.Context(), key))
+			ctx = upstream.WithAPIKey(ctx, key)
 		}
-		next.ServeHTTP(w, r)
+		if id := w.Header().Get("X-Request-Id"); id != "" {
+			ctx = errs.WithRequestID(ctx, id)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
 )
@@ -54,29 +55,41 @@ func (c *callLog) take() []string {
 	return out
 }
 
-type envOption func(*sim.Options, *[]upstream.Option)
+// envConfig is what an envOption may change.
+type envConfig struct {
+	sim    sim.Options
+	client []upstream.Option
+	graph  graph.Options
+}
+
+type envOption func(*envConfig)
 
 func withRetry(p upstream.RetryPolicy) envOption {
-	return func(_ *sim.Options, o *[]upstream.Option) { *o = append(*o, upstream.WithRetry(p)) }
+	return func(c *envConfig) { c.client = append(c.client, upstream.WithRetry(p)) }
+}
+
+func withLoaders(o loaders.Options) envOption {
+	return func(c *envConfig) { c.graph.Loaders = o }
 }
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	so := sim.Options{}
-	var co []upstream.Option
+	var cfg envConfig
 	for _, o := range opts {
-		o(&so, &co)
+		o(&cfg)
 	}
-	s := sim.New(so)
+	s := sim.New(cfg.sim)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	log := &callLog{next: upstream.NewTransport()}
-	co = append([]upstream.Option{upstream.WithHTTPClient(&http.Client{Transport: log, Timeout: 10 * time.Second})}, co...)
+	co := append([]upstream.Option{upstream.WithHTTPClient(&http.Client{Transport: log, Timeout: 10 * time.Second})}, cfg.client...)
 	c, err := upstream.NewClient(srv.URL+"/", co...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{sim: s, calls: log, h: graph.NewHandler(graph.Options{Client: c, Introspection: true, CursorSecret: []byte("test")})}
+	g := cfg.graph
+	g.Client, g.Introspection, g.CursorSecret = c, true, []byte("test")
+	return &env{sim: s, calls: log, h: graph.NewHandler(g)}
 }
 
 // gqlError is one error of a GraphQL response.

@@ -329,9 +329,12 @@ type RetryPolicy struct {
 	MaxRetryAfter time.Duration // longest Retry-After honoured; a longer one ends the retries
 }
 
-// DefaultRetryPolicy retries twice, backing off from 50 ms up to 1 s, and
-// honours Retry-After up to 5 s.
-var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second, MaxRetryAfter: 5 * time.Second}
+// DefaultRetryPolicy makes up to 6 attempts, backing off from 50 ms up to
+// 1 s with full jitter, and honours Retry-After up to 5 s. Six attempts keep
+// a query of a few dozen calls above 99.9 % success when 15 % of calls fail;
+// the retry budget and the circuit breaker keep a failing upstream from
+// paying for that.
+var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 6, BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second, MaxRetryAfter: 5 * time.Second}
 
 // backoff returns the pause before the next attempt, or -1 to stop.
 func (p RetryPolicy) backoff(attempt int, retryAfter time.Duration) time.Duration {

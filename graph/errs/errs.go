@@ -60,7 +60,27 @@ func Present(ctx context.Context, err error) *gqlerror.Error {
 	for k, v := range ext {
 		e.Extensions[k] = v
 	}
+	if _, ok := e.Extensions["requestId"]; !ok {
+		// Errors of the gateway's own (INTERNAL above all) name the gateway's
+		// request id, which its logs carry, so an operator can find them.
+		if id := RequestID(ctx); id != "" {
+			e.Extensions["requestId"] = id
+		}
+	}
 	return e
+}
+
+type requestIDKey struct{}
+
+// WithRequestID returns a context carrying the gateway's id of the request.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID returns the gateway's id of the request, if any.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // classify returns the code, the public message and the extra extensions of err.
@@ -86,6 +106,11 @@ func classify(err error) (string, string, map[string]any) {
 		}
 		if ue.IdempotencyKey != "" {
 			ext["idempotencyKey"] = ue.IdempotencyKey
+		}
+		if ue.Temporary() || errors.Is(ue, upstream.ErrUnavailable) {
+			// The same request may succeed later; for a write, sent again
+			// with idempotencyKey it applies at most once.
+			ext["retryable"] = true
 		}
 		code, msg := upstreamCode(ue)
 		if ue.Status == 0 {
