@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/costgw/gateway/graph/errs"
 	"github.com/costgw/gateway/graph/loaders"
@@ -72,18 +73,8 @@ func periodAmounts(m map[string]float64) []model.PeriodAmount {
 	for k, v := range m {
 		out = append(out, model.PeriodAmount{Period: k, Amount: v})
 	}
-	slices.SortFunc(out, func(a, b model.PeriodAmount) int { return cmpString(a.Period, b.Period) })
+	slices.SortFunc(out, func(a, b model.PeriodAmount) int { return strings.Compare(a.Period, b.Period) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // actualsModel shapes a budget's actuals.
@@ -111,7 +102,7 @@ func targetItems(m map[string]float64) []model.TargetItem {
 	for k, v := range m {
 		out = append(out, model.TargetItem{DimensionValue: k, Amount: v})
 	}
-	slices.SortFunc(out, func(a, b model.TargetItem) int { return cmpString(a.DimensionValue, b.DimensionValue) })
+	slices.SortFunc(out, func(a, b model.TargetItem) int { return strings.Compare(a.DimensionValue, b.DimensionValue) })
 	return out
 }
 

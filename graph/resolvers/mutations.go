@@ -4,16 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
-	"sync"
-	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
-	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/costgw/gateway/graph/errs"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/relay"
@@ -32,7 +26,7 @@ func (u *userErrors) add(msg string, field ...string) {
 // applies once; the payload returns it so the caller can retry too.
 func idempotencyKey(in graphql.Omittable[*string], ue *userErrors) string {
 	if v := in.Value(); v != nil && *v != "" {
-		if utf8.RuneCountInString(*v) > upstream.MaxIdempotencyKeyLen || len(*v) > upstream.MaxIdempotencyKeyLen {
+		if len(*v) > upstream.MaxIdempotencyKeyLen {
 			ue.add("idempotencyKey must be at most 64 characters", "idempotencyKey")
 		}
 		return *v
@@ -191,31 +185,6 @@ func (r *mutationResolver) deleteBudget(ctx context.Context, in model.DeleteBudg
 	if res.Success {
 		gid := in.ID
 		out.DeletedBudgetID = &gid
-	}
-	return out, nil
-}
-
-// MaxNodes bounds the ids of one nodes query.
-const MaxNodes = 100
-
-// nodes resolves global IDs concurrently (through the loaders); a failing ID
-// is null in the list with its own error at its index.
-func (r *queryResolver) nodes(ctx context.Context, ids []string) ([]model.Node, error) {
-	if len(ids) > MaxNodes {
-		return nil, errs.Inputf("nodes takes at most %d ids, got %d", MaxNodes, len(ids))
-	}
-	out := make([]model.Node, len(ids))
-	errsAt := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { out[i], errsAt[i] = node(ctx, id) })
-	}
-	wg.Wait()
-	path := graphql.GetPath(ctx)
-	for i, err := range errsAt {
-		if err != nil {
-			graphql.AddError(ctx, &gqlerror.Error{Err: err, Message: err.Error(), Path: append(slices.Clone(path), ast.PathIndex(i))})
-		}
 	}
 	return out, nil
 }
