@@ -3,8 +3,6 @@
 // per-request middleware that carries the caller's key and loaders.
 package graph
 
-//go:generate go tool gqlgen generate --config ../gqlgen.yml
-
 import (
 	"bytes"
 	"context"
