@@ -1,6 +1,9 @@
 // Command costgw is a GraphQL gateway in front of the Cost Management REST
 // API. Without -upstream it runs on the built-in simulator of that API, so it
 // works with no account and no network.
+//
+// This file is the one place for configuration: the Config struct, its flags
+// and environment variables, the routes and the middleware chain.
 package main
 
 import (
@@ -12,32 +15,78 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/playground"
-
 	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
+	"github.com/costgw/gateway/web/playground"
 )
 
-// Config is the gateway's configuration. Every field has a flag and an
-// environment variable; the flag wins.
+// Config is the gateway's configuration. Every field but the two actions at
+// the end has a flag and an environment variable, COSTGW_ and the flag's name
+// in capitals with underscores for dashes (-log-level: COSTGW_LOG_LEVEL); the
+// flag wins. `costgw -h` lists them, and so does the README.
 type Config struct {
-	Listen          string        // -listen, COSTGW_LISTEN
-	Upstream        string        // -upstream, COSTGW_UPSTREAM; empty runs the built-in simulator
-	CursorSecret    string        // -cursor-secret, COSTGW_CURSOR_SECRET
-	UpstreamTimeout time.Duration // -upstream-timeout, COSTGW_UPSTREAM_TIMEOUT
+	// Listen is the address to serve on.
+	Listen string
+	// Upstream is the base URL of the Cost Management API, which may carry a
+	// path prefix. Empty runs the built-in simulator on a loopback port.
+	Upstream string
+	// CursorSecret signs connection cursors. Empty means a random secret per
+	// process; set it so cursors survive restarts and work across replicas.
+	CursorSecret string
+	// UpstreamTimeout bounds one attempt of one upstream call.
+	UpstreamTimeout time.Duration
+	// RequestTimeout bounds one request to the gateway, all its upstream calls
+	// and retries included: what has not finished by then fails with an error
+	// (UPSTREAM_UNAVAILABLE) instead of hanging.
+	RequestTimeout time.Duration
+	// CORSOrigins are the browser origins allowed to call the gateway from
+	// another origin: exact origins (https://app.example.com), patterns with
+	// one * (https://*.example.com), "localhost" for http and https on
+	// localhost, 127.0.0.1 and [::1] at any port, or "*" for any origin. Unset,
+	// it is "localhost" on the simulator and empty (no cross-origin caller)
+	// against a real upstream.
+	CORSOrigins []string
+	// Playground serves the GraphiQL playground at /.
+	Playground bool
+	// Introspection answers __schema and __type queries. The playground's
+	// documentation explorer and autocompletion need it.
+	Introspection bool
+	// LogLevel is the lowest level logged: debug, info, warn or error. Access
+	// lines of /healthz and /readyz are at debug, so probes do not flood the
+	// log.
+	LogLevel slog.Level
+	// LogFormat is json (one object per line) or text (key=value).
+	LogFormat string
+
+	// Version makes the binary print its build information and exit.
+	Version bool
+	// HealthCheck makes the binary ask the gateway listening on Listen for
+	// /healthz and exit 0 if it answers 200, 1 otherwise: a container health
+	// check for an image that has no shell and no curl.
+	HealthCheck bool
 }
+
+// Defaults of the configuration.
+const (
+	defaultListen         = ":8080"
+	defaultRequestTimeout = 30 * time.Second
+	defaultLogFormat      = "json"
+	// corsLocalhost is the CORSOrigins entry for loopback origins.
+	corsLocalhost = "localhost"
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr, nil); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -46,48 +95,170 @@ func main() {
 	}
 }
 
-// parseConfig reads flags, falling back to environment variables.
-func parseConfig(args []string, stderr io.Writer) (Config, error) {
+// envName is the environment variable of a flag.
+func envName(flagName string) string {
+	return "COSTGW_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// actionFlags run once and exit instead of configuring the server; they have
+// no environment variable, which would turn every start into that action.
+var actionFlags = map[string]bool{"version": true, "healthcheck": true}
+
+// newFlagSet declares every flag of c with its default.
+func newFlagSet(c *Config, cors *originList, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("costgw", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var c Config
-	fs.StringVar(&c.Listen, "listen", env("COSTGW_LISTEN", ":8080"), "address to serve on (env COSTGW_LISTEN)")
-	fs.StringVar(&c.Upstream, "upstream", env("COSTGW_UPSTREAM", ""), "base URL of the Cost Management API; empty runs the built-in simulator (env COSTGW_UPSTREAM)")
-	fs.StringVar(&c.CursorSecret, "cursor-secret", env("COSTGW_CURSOR_SECRET", ""), "secret that signs connection cursors; empty means random per process (env COSTGW_CURSOR_SECRET)")
-	timeout, err := time.ParseDuration(env("COSTGW_UPSTREAM_TIMEOUT", upstream.DefaultTimeout.String()))
-	if err != nil {
-		return c, fmt.Errorf("COSTGW_UPSTREAM_TIMEOUT: %w", err)
+	fs.StringVar(&c.Listen, "listen", defaultListen, "address to serve on")
+	fs.StringVar(&c.Upstream, "upstream", "", "base `URL` of the Cost Management API; empty runs the built-in simulator")
+	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "`secret` that signs connection cursors; empty means random per process")
+	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", upstream.DefaultTimeout, "timeout of one upstream call attempt")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", defaultRequestTimeout, "deadline of one request, all its upstream calls included")
+	fs.Var(cors, "cors-origins", "comma-separated `origins` allowed to call from a browser on another origin: exact, with one *, "+
+		"\"localhost\" (any port on localhost, 127.0.0.1, [::1]) or \"*\"; default localhost on the simulator, none against -upstream")
+	fs.BoolVar(&c.Playground, "playground", true, "serve the GraphiQL playground at /")
+	fs.BoolVar(&c.Introspection, "introspection", true, "answer introspection queries (the playground's docs need them)")
+	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", defaultLogFormat, "log `format`: json or text")
+	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
+	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -listen on loopback; exit 0 if it answers 200, else 1")
+	fs.VisitAll(func(f *flag.Flag) {
+		if !actionFlags[f.Name] {
+			f.Usage += " (env " + envName(f.Name) + ")"
+		}
+	})
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: costgw [flags]
+
+costgw serves a GraphQL API at /graphql and the GraphiQL playground at / in
+front of the Cost Management REST API. Without -upstream it runs on a built-in
+simulator of that API; send "Authorization: Bearer demo-key".
+Also served: /healthz (liveness), /readyz (the upstream answers), /version.
+
+Every flag but -version and -healthcheck can be set with the environment
+variable named after it; a flag wins over its variable.
+
+`)
+		fs.PrintDefaults()
 	}
-	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", timeout, "timeout of one upstream call attempt (env COSTGW_UPSTREAM_TIMEOUT)")
+	return fs
+}
+
+// parseConfig reads the environment, then the flags, which win.
+func parseConfig(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (Config, error) {
+	var c Config
+	var cors originList
+	fs := newFlagSet(&c, &cors, stderr)
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if actionFlags[f.Name] {
+			return
+		}
+		if v, ok := lookupEnv(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	return c, nil
-}
-
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
+	c.CORSOrigins = cors.origins
+	if !cors.set && c.Upstream == "" {
+		c.CORSOrigins = []string{corsLocalhost}
 	}
-	return def
+	return c, c.validate()
 }
 
-// run serves until ctx ends. If ready is not nil it receives the address
-// the gateway listens on.
-func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) error {
-	cfg, err := parseConfig(args, stderr)
+func (c Config) validate() error {
+	var errs []error
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("-log-format must be json or text, not %q", c.LogFormat))
+	}
+	if c.UpstreamTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("-upstream-timeout must be positive, not %v", c.UpstreamTimeout))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("-request-timeout must be positive, not %v", c.RequestTimeout))
+	}
+	if c.Upstream != "" {
+		if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("-upstream must be an absolute http(s) URL, not %q", c.Upstream))
+		}
+	}
+	for _, o := range c.CORSOrigins {
+		if err := checkOrigin(o); err != nil {
+			errs = append(errs, fmt.Errorf("-cors-origins: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// originList is the value of -cors-origins. It remembers whether it was set,
+// since its default depends on -upstream.
+type originList struct {
+	origins []string
+	set     bool
+}
+
+func (l *originList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.origins, ",")
+}
+
+func (l *originList) Set(s string) error {
+	l.set = true
+	l.origins = nil
+	for _, o := range strings.Split(s, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			l.origins = append(l.origins, o)
+		}
+	}
+	return nil
+}
+
+// run serves until ctx ends, or runs the action a flag asks for. If ready is
+// not nil it receives the address the gateway listens on.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer, ready chan<- string) error {
+	cfg, err := parseConfig(args, lookupEnv, stderr)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	switch {
+	case cfg.Version:
+		_, err := fmt.Fprintln(stdout, readBuildInfo())
+		return err
+	case cfg.HealthCheck:
+		return healthCheck(ctx, cfg.Listen)
+	}
+	return serve(ctx, cfg, newLogger(cfg, stderr), ready)
+}
 
+// newLogger returns the logger of cfg's level and format.
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// serve runs the gateway until ctx ends, then stops accepting connections,
+// lets the requests in flight finish and returns.
+func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
+	onSimulator := cfg.Upstream == ""
 	upstreamURL := cfg.Upstream
-	if upstreamURL == "" {
+	if onSimulator {
 		// The simulator is served on a loopback port of its own, so the
-		// gateway talks to it over real HTTP exactly as to the real API.
+		// gateway talks to it over real HTTP exactly as to the real API. It is
+		// closed after the gateway has drained, so requests in flight finish.
 		simLn, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
@@ -96,32 +267,69 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		go func() { _ = simSrv.Serve(simLn) }()
 		defer simSrv.Close()
 		upstreamURL = "http://" + simLn.Addr().String()
-		log.Info("no -upstream given: running on the built-in simulator of the Cost Management API",
-			"simulator", upstreamURL, "demo_key", sim.DemoKey)
+		log.Info("no -upstream given: running on the built-in simulator of the Cost Management API; "+
+			"the playground has its demo key preset, and the README lists the demo keys", "simulator", upstreamURL)
 	}
-	client, err := upstream.NewClient(upstreamURL, upstream.WithTimeout(cfg.UpstreamTimeout))
+
+	base := upstream.NewTransport()
+	base.ResponseHeaderTimeout = cfg.UpstreamTimeout
+	client, err := upstream.NewClient(upstreamURL, upstream.WithHTTPClient(&http.Client{
+		Transport: countCalls(base),
+		Timeout:   cfg.UpstreamTimeout,
+	}))
 	if err != nil {
 		return err
 	}
 
 	mux := http.NewServeMux()
-	gql := graph.NewHandler(graph.Options{Client: client, CursorSecret: []byte(cfg.CursorSecret), Introspection: true})
-	mux.Handle("/graphql", gql)
-	mux.Handle("GET /{$}", playground.Handler("Cost Management GraphQL", "/graphql"))
+	mux.Handle("/graphql", graph.NewHandler(graph.Options{
+		Client:        client,
+		CursorSecret:  []byte(cfg.CursorSecret),
+		Introspection: cfg.Introspection,
+		OnOperation:   nameOperation,
+	}))
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.Handle("GET /readyz", readiness(base, upstreamURL, min(readinessTimeout, cfg.UpstreamTimeout), log))
+	mux.HandleFunc("GET /version", version)
+	if cfg.Playground {
+		// Every path no other route claims: index.html at /, assets below.
+		mux.Handle("/", playground.Handler(playgroundConfig(onSimulator)))
+		if !playground.Built() {
+			log.Warn("the playground is not built, so / explains how to build it; `make run` builds it")
+		}
+	}
+
+	// The middleware chain, outermost first: a panic anywhere becomes a 500;
+	// every request gets an id, then one access line; CORS answers preflights
+	// before a route sees them; every request gets its deadline.
+	handler := recoverPanics(log,
+		withRequestID(
+			accessLog(log,
+				withCORS(cfg.CORSOrigins,
+					withDeadline(cfg.RequestTimeout, mux)))))
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		// Longer than any request may take, so a deadline answer is written.
+		WriteTimeout: cfg.RequestTimeout + 10*time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()
-	log.Info("serving", "graphql", "http://"+addr+"/graphql", "playground", "http://"+addr+"/")
+	bi := readBuildInfo()
+	attrs := []any{"addr", addr, "graphql", baseURL(addr) + "/graphql"}
+	if cfg.Playground {
+		attrs = append(attrs, "playground", baseURL(addr)+"/")
+	}
+	attrs = append(attrs, "introspection", cfg.Introspection, "cors_origins", cfg.CORSOrigins,
+		"version", bi.Version, "revision", bi.Revision)
+	log.Info("serving", attrs...)
 	if ready != nil {
 		ready <- addr
 	}
@@ -132,8 +340,100 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining requests in flight")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Shutdown closes the listener at once, so new connections are refused,
+	// then waits for the requests in flight. None outlives its deadline, so
+	// the grace period only needs to exceed it.
+	log.Info("shutting down: no new connections; draining requests in flight")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout+5*time.Second)
 	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped: every request answered")
+	return nil
+}
+
+// baseURL is the URL to show for a listening address: an unspecified host
+// (":8080" listens on every interface) is shown as localhost.
+func baseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// playgroundConfig is what the playground is told: on the simulator, the demo
+// key in the Authorization header; against a real upstream, no key, since the
+// gateway holds none.
+func playgroundConfig(onSimulator bool) playground.Config {
+	c := playground.Config{Endpoint: "graphql", Query: starterQuery(onSimulator)}
+	if onSimulator {
+		c.Headers = map[string]string{"Authorization": "Bearer " + sim.DemoKey}
+	}
+	return c
+}
+
+// starterQuery is the first tab of the playground: budgets with their
+// plannings, actuals and metrics.
+func starterQuery(onSimulator bool) string {
+	intro := `# costgw: GraphQL over the Cost Management API,
+# here on its built-in simulator.
+#
+# The Headers tab below holds the demo key.
+# Run the query with the ▶ button or Ctrl-Enter;
+# the book icon on the left opens the schema docs.
+`
+	if !onSimulator {
+		intro = `# costgw: GraphQL over the Cost Management API.
+#
+# Put your API key in the Headers tab below:
+#   {"Authorization": "Bearer <your key>"}
+# Run the query with the ▶ button or Ctrl-Enter;
+# the book icon on the left opens the schema docs.
+`
+	}
+	return intro + `
+query Budgets {
+  budgets(first: 5) {
+    nodes {
+      name
+      status
+      startDate
+      endDate
+      metrics {
+        totalTarget
+        totalActual
+        variance
+      }
+      actuals {
+        total
+        byPeriod {
+          period
+          amount
+        }
+      }
+      plannings {
+        dimension1
+        targetItems {
+          dimensionValue
+          amount
+        }
+        actuals {
+          period
+          amount
+        }
+      }
+    }
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+  }
+}
+`
 }

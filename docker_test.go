@@ -1,0 +1,105 @@
+package main
+
+import (
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// makeRecipes returns the commands of the Makefile's recipes, with its
+// simple variables expanded.
+func makeRecipes(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	var cmds []string
+	continued := false // the line before ended in a backslash
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := regexp.MustCompile(`^([A-Z_]+) :?= (.*)$`).FindStringSubmatch(line); m != nil {
+			vars[m[1]] = m[2]
+		}
+		if strings.HasPrefix(line, "\t") && !continued {
+			cmds = append(cmds, strings.TrimSpace(line))
+		}
+		continued = strings.HasSuffix(line, "\\")
+	}
+	expand := regexp.MustCompile(`\$\(([A-Z_]+)\)`)
+	for i, c := range cmds {
+		cmds[i] = expand.ReplaceAllStringFunc(c, func(v string) string { return vars[v[2:len(v)-1]] })
+	}
+	return cmds
+}
+
+// TestDockerfileRunsTheMakefile checks that every RUN of the Dockerfile is
+// a command of the Makefile's recipes, run in the same folder, so that CI,
+// which runs `make test` and `make build`, runs what the image's build runs.
+// (No container engine runs here to build the image itself.)
+func TestDockerfileRunsTheMakefile(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipes := makeRecipes(t)
+	const root = "/src"
+	workdir := "/"
+	var runs int
+	for _, line := range strings.Split(string(b), "\n") {
+		instr, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch strings.ToUpper(instr) {
+		case "FROM":
+			workdir = "/"
+		case "WORKDIR":
+			workdir = path.Join(workdir, arg)
+		case "RUN":
+			runs++
+			rel, ok := strings.CutPrefix(workdir, root)
+			if !ok {
+				t.Errorf("RUN %s runs in %s, outside the source folder %s", arg, workdir, root)
+				continue
+			}
+			want := arg
+			if rel = strings.TrimPrefix(rel, "/"); rel != "" {
+				want = "cd " + rel + " && " + arg
+			}
+			found := false
+			for _, r := range recipes {
+				found = found || r == want
+			}
+			if !found {
+				t.Errorf("the Dockerfile runs %q, which no Makefile recipe runs; recipes:\n%s", want, strings.Join(recipes, "\n"))
+			}
+		}
+	}
+	if runs < 4 {
+		t.Errorf("the Dockerfile has %d RUN instructions, want the npm and go steps", runs)
+	}
+
+	for _, want := range []string{
+		"FROM node:20 AS playground",
+		"FROM golang:1.26 AS build",
+		"FROM gcr.io/distroless/static-debian12:nonroot",
+		"USER nonroot",
+		"EXPOSE 8080",
+		`CMD ["/costgw", "-healthcheck"]`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the Dockerfile lacks %q", want)
+		}
+	}
+
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"make test", "make build"} {
+		if !regexp.MustCompile(`(?m)^` + want + `$`).Match(ci) {
+			t.Errorf(".ci/run does not run %q", want)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// syncBuffer is a log sink that run's goroutines write while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// jsonLines decodes the JSON log lines written so far.
+func (b *syncBuffer) jsonLines(t testing.TB) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// envMap is a lookupEnv over a map, so tests need not touch the process's
+// environment and can run in parallel.
+func envMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+// gateway is a costgw started by run on a loopback port.
+type gateway struct {
+	url  string
+	addr string
+	logs *syncBuffer
+	stop func() error // cancels run's context (as SIGTERM does) and waits for run
+}
+
+// startGateway runs the gateway with args and env (nil: none) on
+// 127.0.0.1:0 until the test ends.
+func startGateway(t testing.TB, env map[string]string, args ...string) *gateway {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	args = append([]string{"-listen", "127.0.0.1:0"}, args...)
+	go func() { done <- run(ctx, args, envMap(env), io.Discard, logs, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("run(%q) ended before serving: %v\n%s", args, err, logs)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatalf("run(%q) did not start in 20s\n%s", args, logs)
+	}
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(40 * time.Second):
+				t.Errorf("run did not return 40s after its context ended")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return &gateway{url: "http://" + addr, addr: addr, logs: logs, stop: stop}
+}
+
+// simUpstream serves a simulator with opts on a loopback port until the test
+// ends.
+func simUpstream(t testing.TB, opts sim.Options) (*sim.Server, *httptest.Server) {
+	t.Helper()
+	s := sim.New(opts)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
+// gqlResponse is a GraphQL answer.
+type gqlResponse struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []struct {
+		Message    string         `json:"message"`
+		Extensions map[string]any `json:"extensions"`
+	} `json:"errors"`
+}
+
+// postGraphQL sends query to the gateway with key (none if empty) and returns
+// the HTTP status and the decoded answer.
+func postGraphQL(t testing.TB, client *http.Client, baseURL, key, query string) (int, gqlResponse, error) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"query": query})
+	req, err := http.NewRequest(http.MethodPost, baseURL+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		return 0, gqlResponse{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, gqlResponse{}, err
+	}
+	defer resp.Body.Close()
+	var out gqlResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return resp.StatusCode, out, err
+	}
+	return resp.StatusCode, out, nil
+}
+
+// get returns the status, headers and body of a GET with the headers given
+// as name, value pairs.
+func get(t testing.TB, url string, header ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}

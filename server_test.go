@@ -1,0 +1,770 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/costgw/gateway/upstream/sim"
+	"github.com/costgw/gateway/web/playground"
+)
+
+// defaults is the configuration with no flag and no environment variable.
+func defaults() Config {
+	return Config{
+		Listen:          ":8080",
+		UpstreamTimeout: 15 * time.Second,
+		RequestTimeout:  30 * time.Second,
+		CORSOrigins:     []string{"localhost"},
+		Playground:      true,
+		Introspection:   true,
+		LogLevel:        slog.LevelInfo,
+		LogFormat:       "json",
+	}
+}
+
+// TestParseConfig checks every flag and its environment variable.
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	type change func(*Config)
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want change
+	}{
+		{"defaults", nil, nil, func(c *Config) {}},
+		{"listen flag", []string{"-listen", "127.0.0.1:9000"}, nil, func(c *Config) { c.Listen = "127.0.0.1:9000" }},
+		{"listen env", nil, map[string]string{"COSTGW_LISTEN": ":9001"}, func(c *Config) { c.Listen = ":9001" }},
+		{"upstream flag: no CORS origins by default", []string{"-upstream", "https://api.example.com/cost"}, nil, func(c *Config) {
+			c.Upstream, c.CORSOrigins = "https://api.example.com/cost", nil
+		}},
+		{"upstream env", nil, map[string]string{"COSTGW_UPSTREAM": "https://api.example.com"}, func(c *Config) {
+			c.Upstream, c.CORSOrigins = "https://api.example.com", nil
+		}},
+		{"cursor-secret flag", []string{"-cursor-secret", "s1"}, nil, func(c *Config) { c.CursorSecret = "s1" }},
+		{"cursor-secret env", nil, map[string]string{"COSTGW_CURSOR_SECRET": "s2"}, func(c *Config) { c.CursorSecret = "s2" }},
+		{"upstream-timeout flag", []string{"-upstream-timeout", "3s"}, nil, func(c *Config) { c.UpstreamTimeout = 3 * time.Second }},
+		{"upstream-timeout env", nil, map[string]string{"COSTGW_UPSTREAM_TIMEOUT": "4s"}, func(c *Config) { c.UpstreamTimeout = 4 * time.Second }},
+		{"request-timeout flag", []string{"-request-timeout", "5s"}, nil, func(c *Config) { c.RequestTimeout = 5 * time.Second }},
+		{"request-timeout env", nil, map[string]string{"COSTGW_REQUEST_TIMEOUT": "1m"}, func(c *Config) { c.RequestTimeout = time.Minute }},
+		{"cors-origins flag", []string{"-cors-origins", "https://a.example.com, https://*.b.example.com"}, nil, func(c *Config) {
+			c.CORSOrigins = []string{"https://a.example.com", "https://*.b.example.com"}
+		}},
+		{"cors-origins env", nil, map[string]string{"COSTGW_CORS_ORIGINS": "*"}, func(c *Config) { c.CORSOrigins = []string{"*"} }},
+		{"cors-origins empty turns CORS off on the simulator", []string{"-cors-origins", ""}, nil, func(c *Config) { c.CORSOrigins = nil }},
+		{"cors-origins with upstream", []string{"-upstream", "http://u:1", "-cors-origins", "localhost"}, nil, func(c *Config) {
+			c.Upstream, c.CORSOrigins = "http://u:1", []string{"localhost"}
+		}},
+		{"playground flag", []string{"-playground=false"}, nil, func(c *Config) { c.Playground = false }},
+		{"playground env", nil, map[string]string{"COSTGW_PLAYGROUND": "false"}, func(c *Config) { c.Playground = false }},
+		{"introspection flag", []string{"-introspection=false"}, nil, func(c *Config) { c.Introspection = false }},
+		{"introspection env", nil, map[string]string{"COSTGW_INTROSPECTION": "0"}, func(c *Config) { c.Introspection = false }},
+		{"log-level flag", []string{"-log-level", "debug"}, nil, func(c *Config) { c.LogLevel = slog.LevelDebug }},
+		{"log-level env", nil, map[string]string{"COSTGW_LOG_LEVEL": "WARN"}, func(c *Config) { c.LogLevel = slog.LevelWarn }},
+		{"log-format flag", []string{"-log-format", "text"}, nil, func(c *Config) { c.LogFormat = "text" }},
+		{"log-format env", nil, map[string]string{"COSTGW_LOG_FORMAT": "text"}, func(c *Config) { c.LogFormat = "text" }},
+		{"version", []string{"-version"}, nil, func(c *Config) { c.Version = true }},
+		{"healthcheck", []string{"-healthcheck"}, nil, func(c *Config) { c.HealthCheck = true }},
+		{"a flag wins over its variable", []string{"-listen", ":1", "-playground=true"},
+			map[string]string{"COSTGW_LISTEN": ":2", "COSTGW_PLAYGROUND": "false"}, func(c *Config) { c.Listen = ":1" }},
+		{"actions have no variable", nil, map[string]string{"COSTGW_VERSION": "true", "COSTGW_HEALTHCHECK": "true"}, func(c *Config) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseConfig(tt.args, envMap(tt.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := defaults()
+			tt.want(&want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("parseConfig(%q, %v) (-want +got):\n%s", tt.args, tt.env, diff)
+			}
+		})
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // in the error
+	}{
+		{"bad duration in env", nil, map[string]string{"COSTGW_REQUEST_TIMEOUT": "soon"}, "COSTGW_REQUEST_TIMEOUT"},
+		{"bad bool in env", nil, map[string]string{"COSTGW_PLAYGROUND": "maybe"}, "COSTGW_PLAYGROUND"},
+		{"bad level in env", nil, map[string]string{"COSTGW_LOG_LEVEL": "loud"}, "COSTGW_LOG_LEVEL"},
+		{"bad log format", []string{"-log-format", "xml"}, nil, "-log-format"},
+		{"zero request timeout", []string{"-request-timeout", "0s"}, nil, "-request-timeout"},
+		{"negative upstream timeout", []string{"-upstream-timeout", "-1s"}, nil, "-upstream-timeout"},
+		{"relative upstream", []string{"-upstream", "api.example.com"}, nil, "-upstream"},
+		{"origin with a path", []string{"-cors-origins", "https://a.example.com/app"}, nil, "-cors-origins"},
+		{"origin with two stars", []string{"-cors-origins", "https://*.*.example.com"}, nil, "-cors-origins"},
+		{"unknown flag", []string{"-nope"}, nil, "-nope"},
+		{"stray argument", []string{"serve"}, nil, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseConfig(tt.args, envMap(tt.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("parseConfig(%q, %v) = %v, want an error naming %s", tt.args, tt.env, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestHelpAndREADMEListEveryFlag checks that -h documents every flag with
+// its environment variable, and that the README's configuration table has
+// one row per flag with the same variable and default.
+func TestHelpAndREADMEListEveryFlag(t *testing.T) {
+	t.Parallel()
+	var help bytes.Buffer
+	_, err := parseConfig([]string{"-h"}, envMap(nil), &help)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	fs := newFlagSet(&c, &originList{}, io.Discard)
+	rows := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		rows[f.Name] = true
+		if !strings.Contains(help.String(), "  -"+f.Name) {
+			t.Errorf("-h does not list -%s", f.Name)
+		}
+		env := "`" + envName(f.Name) + "`"
+		if actionFlags[f.Name] {
+			env = "—"
+			if strings.Contains(help.String(), envName(f.Name)) {
+				t.Errorf("-h names a variable for the action -%s", f.Name)
+			}
+		} else if !strings.Contains(help.String(), "(env "+envName(f.Name)+")") {
+			t.Errorf("-h does not name the variable of -%s", f.Name)
+		}
+		row := regexp.MustCompile("(?m)^\\| `-" + regexp.QuoteMeta(f.Name) + "` \\| (.*?) \\| (.*?) \\|")
+		m := row.FindSubmatch(readme)
+		if m == nil {
+			t.Errorf("the README's configuration table has no row for -%s", f.Name)
+			return
+		}
+		if string(m[1]) != env {
+			t.Errorf("README: -%s has variable %s, want %s", f.Name, m[1], env)
+		}
+		if def := f.DefValue; def != "" && def != "false" && !strings.Contains(strings.ToLower(string(m[2])), strings.ToLower(def)) {
+			t.Errorf("README: -%s has default %s, want %s", f.Name, m[2], def)
+		}
+	})
+	for _, m := range regexp.MustCompile("(?m)^\\| `-([a-z-]+)` \\|").FindAllSubmatch(readme, -1) {
+		if !rows[string(m[1])] {
+			t.Errorf("the README documents -%s, which does not exist", m[1])
+		}
+	}
+}
+
+// TestPlaygroundSwitch checks -playground and the playground's preset
+// headers in both modes.
+func TestPlaygroundSwitch(t *testing.T) {
+	t.Parallel()
+	_, up := simUpstream(t, sim.Options{})
+	tests := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		wantOn     bool
+		wantPreset bool
+	}{
+		{"on by default, on the simulator", nil, nil, true, true},
+		{"off by flag", []string{"-playground=false"}, nil, false, false},
+		{"off by env", nil, map[string]string{"COSTGW_PLAYGROUND": "false"}, false, false},
+		{"against an upstream: no preset key", []string{"-upstream", up.URL}, nil, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			gw := startGateway(t, tt.env, tt.args...)
+			status, _, body := get(t, gw.url+"/")
+			if !tt.wantOn {
+				if status != http.StatusNotFound {
+					t.Errorf("GET / = %d, want 404", status)
+				}
+				return
+			}
+			if !playground.Built() {
+				if status != http.StatusServiceUnavailable || !strings.Contains(body, "npm run build") {
+					t.Errorf("GET / without a build = %d %q, want 503 with how to build", status, body)
+				}
+				return
+			}
+			if status != http.StatusOK {
+				t.Fatalf("GET / = %d", status)
+			}
+			if got := strings.Contains(body, `"Authorization":"Bearer demo-key"`); got != tt.wantPreset {
+				t.Errorf("preset demo key = %v, want %v:\n%s", got, tt.wantPreset, body)
+			}
+			if !strings.Contains(body, `budgets(first: 5)`) {
+				t.Errorf("the page has no starter query:\n%s", body)
+			}
+		})
+	}
+}
+
+// TestStarterQueryRuns runs the playground's starter query against the
+// schema, so a schema change that breaks it fails here.
+func TestStarterQueryRuns(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, starterQuery(true))
+	if err != nil || status != http.StatusOK || len(ans.Errors) > 0 {
+		t.Fatalf("starter query: %d %v %+v", status, err, ans.Errors)
+	}
+	var data struct {
+		Budgets struct {
+			Nodes []struct {
+				Name      string
+				Plannings []json.RawMessage
+				Actuals   struct{ Total float64 }
+			}
+		}
+	}
+	if err := json.Unmarshal(ans.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(data.Budgets.Nodes); n != 5 {
+		t.Fatalf("starter query: %d budgets, want 5", n)
+	}
+	for _, b := range data.Budgets.Nodes {
+		if b.Name == "" || len(b.Plannings) == 0 || b.Actuals.Total <= 0 {
+			t.Errorf("budget without name, plannings or actuals: %+v", b)
+		}
+	}
+	if starterQuery(false) == starterQuery(true) || !strings.Contains(starterQuery(false), "your key") {
+		t.Errorf("the starter query against an upstream does not ask for a key")
+	}
+}
+
+// TestIntrospectionSwitch checks -introspection.
+func TestIntrospectionSwitch(t *testing.T) {
+	t.Parallel()
+	const q = `{ __schema { queryType { name } } }`
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		on   bool
+	}{
+		{"on by default", nil, nil, true},
+		{"off by flag", []string{"-introspection=false"}, nil, false},
+		{"off by env", nil, map[string]string{"COSTGW_INTROSPECTION": "false"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			gw := startGateway(t, tt.env, tt.args...)
+			status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, "", q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.on {
+				if status != http.StatusOK || len(ans.Errors) > 0 || !strings.Contains(string(ans.Data), `"Query"`) {
+					t.Errorf("introspection on: %d %s %+v", status, ans.Data, ans.Errors)
+				}
+				return
+			}
+			if len(ans.Errors) == 0 || strings.Contains(string(ans.Data), `"Query"`) {
+				t.Errorf("introspection off: %d %s, want an error", status, ans.Data)
+			}
+			// Ordinary queries still work.
+			status, ans, err = postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, `{ budgets(first: 1) { nodes { name } } }`)
+			if err != nil || status != http.StatusOK || len(ans.Errors) > 0 {
+				t.Errorf("a query with introspection off: %d %v %+v", status, err, ans.Errors)
+			}
+		})
+	}
+}
+
+// TestCORS checks allowed and denied origins, for simple and preflight
+// requests, in both modes.
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	_, up := simUpstream(t, sim.Options{})
+	type check struct {
+		origin string
+		allow  bool
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		checks []check
+	}{
+		{"simulator: localhost origins", nil, nil, []check{
+			{"http://localhost:5173", true},
+			{"http://127.0.0.1:3000", true},
+			{"http://[::1]:8081", true},
+			{"https://localhost", true},
+			{"https://app.example.com", false},
+			{"http://localhost.example.com", false},
+			{"null", false},
+		}},
+		{"upstream: none by default", []string{"-upstream", up.URL}, nil, []check{
+			{"http://localhost:5173", false},
+			{"https://app.example.com", false},
+		}},
+		{"upstream: a list from the environment", []string{"-upstream", up.URL},
+			map[string]string{"COSTGW_CORS_ORIGINS": "https://app.example.com,https://*.preview.example.com"}, []check{
+				{"https://app.example.com", true},
+				{"https://pr-12.preview.example.com", true},
+				{"https://preview.example.com", false},
+				{"http://app.example.com", false},
+				{"https://evil.example.org", false},
+				{"http://localhost:5173", false},
+			}},
+		{"simulator: switched off", []string{"-cors-origins="}, nil, []check{
+			{"http://localhost:5173", false},
+		}},
+		{"any origin", []string{"-cors-origins", "*"}, nil, []check{
+			{"https://anything.example.net", true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			gw := startGateway(t, tt.env, tt.args...)
+			for _, c := range tt.checks {
+				// Preflight.
+				req, _ := http.NewRequest(http.MethodOptions, gw.url+"/graphql", nil)
+				req.Header.Set("Origin", c.origin)
+				req.Header.Set("Access-Control-Request-Method", "POST")
+				req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				got := resp.Header.Get("Access-Control-Allow-Origin")
+				if allowed := got == c.origin; allowed != c.allow {
+					t.Errorf("preflight from %s: Access-Control-Allow-Origin %q, want allowed=%v", c.origin, got, c.allow)
+				}
+				if c.allow && !strings.Contains(strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")), "authorization") {
+					t.Errorf("preflight from %s does not allow the Authorization header: %v", c.origin, resp.Header)
+				}
+				if resp.Header.Get("Access-Control-Allow-Credentials") != "" {
+					t.Errorf("preflight from %s allows credentials", c.origin)
+				}
+				// The request itself.
+				_, h, _ := get(t, gw.url+"/healthz", "Origin", c.origin)
+				got = h.Get("Access-Control-Allow-Origin")
+				if allowed := got == c.origin; allowed != c.allow {
+					t.Errorf("GET from %s: Access-Control-Allow-Origin %q, want allowed=%v", c.origin, got, c.allow)
+				}
+				if c.allow && h.Get("Access-Control-Expose-Headers") != "X-Request-Id" {
+					t.Errorf("GET from %s: X-Request-Id not exposed: %v", c.origin, h)
+				}
+			}
+		})
+	}
+}
+
+func TestOriginMatcher(t *testing.T) {
+	t.Parallel()
+	m := newOriginMatcher([]string{"localhost", "https://App.example.com/", "https://*.x.example.com"})
+	for origin, want := range map[string]bool{
+		"http://localhost":              true,
+		"http://LOCALHOST:1":            true,
+		"https://app.example.com":       true,
+		"https://a.x.example.com":       true,
+		"https://.x.example.com":        false,
+		"https://x.example.com":         false,
+		"https://a.x.example.com.evil":  false,
+		"http://user@localhost:1":       false,
+		"ftp://localhost":               false,
+		"http://localhost:1/path":       false,
+		"http://127.0.0.2:1":            false,
+		"":                              false,
+		"https://app.example.com:8443":  false,
+		"https://a.x.example.com:8443":  false,
+		"http://localhost%2f@evil.com":  false,
+		"https://evil.com#.x.example.c": false,
+	} {
+		if got := m.allow(origin); got != want {
+			t.Errorf("allow(%q) = %v, want %v", origin, got, want)
+		}
+	}
+	if newOriginMatcher(nil).allow("http://localhost:1") {
+		t.Error("an empty list allows localhost")
+	}
+	if !newOriginMatcher([]string{"*"}).allow("https://a.example.com") {
+		t.Error("* does not allow an origin")
+	}
+}
+
+// TestRequestTimeout checks that -request-timeout cuts a slow upstream
+// with an error instead of a hang, and that -upstream-timeout bounds one
+// upstream call.
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	_, up := simUpstream(t, sim.Options{Latency: sim.Latency{Fixed: 5 * time.Second}})
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"request-timeout flag", []string{"-request-timeout", "300ms"}, nil},
+		{"request-timeout env", nil, map[string]string{"COSTGW_REQUEST_TIMEOUT": "300ms"}},
+		{"upstream-timeout", []string{"-upstream-timeout", "150ms"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			gw := startGateway(t, tt.env, append([]string{"-upstream", up.URL}, tt.args...)...)
+			start := time.Now()
+			status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, `{ budgets(first: 1) { nodes { name } } }`)
+			took := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took > 3*time.Second {
+				t.Errorf("the answer took %v against an upstream that takes 5s", took)
+			}
+			if status != http.StatusOK || len(ans.Errors) == 0 || ans.Errors[0].Extensions["code"] != "UPSTREAM_UNAVAILABLE" {
+				t.Errorf("status %d, errors %+v, want UPSTREAM_UNAVAILABLE", status, ans.Errors)
+			}
+		})
+	}
+}
+
+// TestLogs checks the formats and levels, the access line, and that no
+// line ever holds a key, whatever the request carries.
+func TestLogs(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-live-7f3a9c2e1b-do-not-log"
+	// send makes requests that carry the secret everywhere a client might
+	// put it, and one with the demo key.
+	send := func(t *testing.T, gw *gateway) {
+		t.Helper()
+		postGraphQL(t, http.DefaultClient, gw.url, secret, `query Leak { budgets(first: 1) { nodes { name } } }`)
+		postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, `query Named { budgets(first: 2) { nodes { name metrics { variance } } } }`)
+		get(t, gw.url+"/graphql?query=%7B__typename%7D&key="+secret, "Authorization", "Bearer "+secret, "X-Api-Key", secret, "Cookie", "k="+secret)
+		get(t, gw.url+"/healthz", "Authorization", "Bearer "+secret)
+		get(t, gw.url+"/readyz")
+	}
+	noSecret := func(t *testing.T, logs string) {
+		t.Helper()
+		for _, bad := range []string{secret, sim.DemoKey} {
+			if strings.Contains(logs, bad) {
+				t.Errorf("the log holds %q:\n%s", bad, logs)
+			}
+		}
+	}
+
+	t.Run("json, info", func(t *testing.T) {
+		t.Parallel()
+		gw := startGateway(t, nil)
+		send(t, gw)
+		noSecret(t, gw.logs.String())
+		var access []map[string]any
+		for _, l := range gw.logs.jsonLines(t) {
+			if l["msg"] == "request" {
+				access = append(access, l)
+			}
+		}
+		// Probes are at debug level, so three lines.
+		if len(access) != 3 {
+			t.Fatalf("%d access lines, want 3:\n%s", len(access), gw.logs)
+		}
+		named := access[1]
+		for k, want := range map[string]any{
+			"method": "POST", "path": "/graphql", "status": 200.0, "operation": "Named", "upstream_calls": 3.0,
+		} {
+			if named[k] != want {
+				t.Errorf("access line %s = %v, want %v: %v", k, named[k], want, named)
+			}
+		}
+		if d, ok := named["duration_ms"].(float64); !ok || d <= 0 {
+			t.Errorf("access line duration_ms = %v", named["duration_ms"])
+		}
+		if id, _ := named["request_id"].(string); len(id) < 8 {
+			t.Errorf("access line request_id = %v", named["request_id"])
+		}
+		if access[0]["operation"] != "Leak" || access[0]["upstream_calls"] != 1.0 {
+			t.Errorf("access line of the unauthenticated query: %v", access[0])
+		}
+	})
+	t.Run("text, debug", func(t *testing.T) {
+		t.Parallel()
+		gw := startGateway(t, nil, "-log-format", "text", "-log-level", "debug")
+		send(t, gw)
+		logs := gw.logs.String()
+		noSecret(t, logs)
+		if strings.HasPrefix(strings.TrimSpace(logs), "{") {
+			t.Fatalf("text logs look like JSON:\n%s", logs)
+		}
+		for _, want := range []string{
+			`level=INFO msg=request`,
+			`operation=Named upstream_calls=3`,
+			`level=DEBUG msg=request`,
+			`path=/healthz status=200`,
+			`path=/readyz status=200`,
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("text logs lack %q:\n%s", want, logs)
+			}
+		}
+	})
+	t.Run("json, warn, from the environment", func(t *testing.T) {
+		t.Parallel()
+		gw := startGateway(t, map[string]string{"COSTGW_LOG_LEVEL": "warn", "COSTGW_LOG_FORMAT": "json"})
+		send(t, gw)
+		logs := gw.logs.String()
+		noSecret(t, logs)
+		if logs != "" {
+			t.Errorf("at warn level, a healthy run logs nothing, got:\n%s", logs)
+		}
+	})
+}
+
+// TestHealth checks /healthz, /readyz with the upstream up, down and
+// failing, and /version.
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	_, up := simUpstream(t, sim.Options{})
+	_, failing := simUpstream(t, sim.Options{Faults: sim.Faults{Error503: 1}})
+	down := closedAddr(t)
+
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		wantReady int
+	}{
+		{"simulator", nil, http.StatusOK},
+		{"upstream up", []string{"-upstream", up.URL + "/"}, http.StatusOK},
+		{"upstream down", []string{"-upstream", "http://" + down}, http.StatusServiceUnavailable},
+		{"upstream failing", []string{"-upstream", failing.URL}, http.StatusServiceUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			gw := startGateway(t, nil, tt.args...)
+			status, h, body := get(t, gw.url+"/healthz")
+			if status != http.StatusOK || !strings.Contains(body, `"ok"`) || h.Get("Content-Type") != "application/json" {
+				t.Errorf("/healthz = %d %q", status, body)
+			}
+			status, _, body = get(t, gw.url+"/readyz")
+			if status != tt.wantReady {
+				t.Errorf("/readyz = %d %q, want %d", status, body, tt.wantReady)
+			}
+			if strings.Contains(body, "127.0.0.1") {
+				t.Errorf("/readyz names the upstream: %q", body)
+			}
+		})
+	}
+
+	t.Run("version", func(t *testing.T) {
+		t.Parallel()
+		gw := startGateway(t, nil)
+		status, _, body := get(t, gw.url+"/version")
+		var v buildInfo
+		if err := json.Unmarshal([]byte(body), &v); err != nil || status != http.StatusOK {
+			t.Fatalf("/version = %d %q: %v", status, body, err)
+		}
+		if v.Go != runtime.Version() || v.Version == "" {
+			t.Errorf("/version = %+v", v)
+		}
+	})
+
+	t.Run("-version", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"-version"}, envMap(nil), &out, io.Discard, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out.String(), "costgw ") || !strings.Contains(out.String(), runtime.Version()) {
+			t.Errorf("-version printed %q", out.String())
+		}
+	})
+
+	t.Run("-healthcheck", func(t *testing.T) {
+		t.Parallel()
+		gw := startGateway(t, nil)
+		_, port, _ := net.SplitHostPort(gw.addr)
+		for _, tt := range []struct {
+			args []string
+			env  map[string]string
+			ok   bool
+		}{
+			{[]string{"-healthcheck", "-listen", gw.addr}, nil, true},
+			{[]string{"-healthcheck", "-listen", ":" + port}, nil, true},
+			{[]string{"-healthcheck"}, map[string]string{"COSTGW_LISTEN": "0.0.0.0:" + port}, true},
+			{[]string{"-healthcheck", "-listen", down}, nil, false},
+		} {
+			err := run(context.Background(), tt.args, envMap(tt.env), io.Discard, io.Discard, nil)
+			if (err == nil) != tt.ok {
+				t.Errorf("run(%q, %v) = %v, want ok=%v", tt.args, tt.env, err, tt.ok)
+			}
+		}
+	})
+}
+
+// closedAddr returns a loopback address that takes connections and hangs up
+// at once, as a dead server does. It stays bound for the test's life, so no
+// other server of a parallel test can get its port.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestRecoverPanics checks that a panic becomes a 500 JSON error without
+// the stack, logged with the request id, and that a panic after the answer
+// started aborts the connection.
+func TestRecoverPanics(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/early", func(http.ResponseWriter, *http.Request) { panic("boom: early") })
+	mux.HandleFunc("/late", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		panic("boom: late")
+	})
+	srv := httptest.NewServer(recoverPanics(log, withRequestID(accessLog(log, mux))))
+	defer srv.Close()
+
+	status, h, body := get(t, srv.URL+"/early", "X-Request-Id", "req-42")
+	if status != http.StatusInternalServerError || h.Get("Content-Type") != "application/json" || body != internalError {
+		t.Errorf("panic: %d %q %q", status, h.Get("Content-Type"), body)
+	}
+	if h.Get("X-Request-Id") != "req-42" {
+		t.Errorf("X-Request-Id = %q, want the caller's", h.Get("X-Request-Id"))
+	}
+	if strings.Contains(body, "goroutine") || strings.Contains(body, "boom") {
+		t.Errorf("the answer shows the panic: %q", body)
+	}
+
+	resp, err := http.Get(srv.URL + "/late")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Errorf("a panic after the answer started did not abort it")
+	}
+
+	var panics, access int
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		switch l["msg"] {
+		case "panic serving a request":
+			panics++
+			if l["path"] == "/early" && (l["request_id"] != "req-42" || !strings.Contains(fmt.Sprint(l["stack"]), "goroutine")) {
+				t.Errorf("panic line: %v", l)
+			}
+		case "request":
+			access++
+			if l["status"] != 500.0 && l["path"] == "/early" {
+				t.Errorf("access line of a panic: %v", l)
+			}
+		}
+	}
+	if panics != 2 || access != 2 {
+		t.Errorf("%d panic lines and %d access lines, want 2 and 2:\n%s", panics, access, logs)
+	}
+}
+
+// TestRequestID checks that a plain incoming id is kept and anything else
+// replaced.
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	_, h, _ := get(t, gw.url+"/healthz", "X-Request-Id", "edge-1234.abc")
+	if got := h.Get("X-Request-Id"); got != "edge-1234.abc" {
+		t.Errorf("kept id = %q", got)
+	}
+	for _, bad := range []string{"", "has space", strings.Repeat("a", 129), "quote\"", "new\u2028line"} {
+		_, h, _ := get(t, gw.url+"/healthz", "X-Request-Id", bad)
+		if got := h.Get("X-Request-Id"); got == bad || len(got) != 36 {
+			t.Errorf("for %q the id is %q, want a fresh UUID", bad, got)
+		}
+	}
+}
+
+// TestRoutes checks what unknown paths and methods get.
+func TestRoutes(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	for path, want := range map[string]int{
+		"/nope":           http.StatusNotFound,
+		"/assets/nope.js": http.StatusNotFound,
+		"/healthz":        http.StatusOK,
+	} {
+		if status, _, _ := get(t, gw.url+path); status != want {
+			t.Errorf("GET %s = %d, want %d", path, status, want)
+		}
+	}
+	resp, err := http.Post(gw.url+"/healthz", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /healthz = %d, want 405", resp.StatusCode)
+	}
+}
+
+func TestPlainID(t *testing.T) {
+	t.Parallel()
+	ids := []string{"a", "A-b_c.d:e", strings.Repeat("9", 128)}
+	bad := []string{"", "a b", "a/b", strings.Repeat("9", 129), "é"}
+	for _, id := range ids {
+		if !plainID(id) {
+			t.Errorf("plainID(%q) = false", id)
+		}
+	}
+	for _, id := range bad {
+		if plainID(id) {
+			t.Errorf("plainID(%q) = true", id)
+		}
+	}
+}
