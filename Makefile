@@ -14,7 +14,10 @@ PLAYGROUND_SOURCES := $(PLAYGROUND)/index.html $(PLAYGROUND)/vite.config.js $(PL
 # Flags for `make run`, such as ARGS="-listen :9090".
 ARGS ?=
 
-.PHONY: run test build playground
+.PHONY: run test build playground fuzz
+
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME ?= 10s
 
 run: playground
 	go run . $(ARGS)
@@ -28,6 +31,16 @@ build: playground
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o costgw .
 
 playground: $(PLAYGROUND)/dist/index.html
+
+# Runs every fuzz target of the module for FUZZTIME each, starting from its
+# committed seed corpus (testdata/fuzz) and its f.Add seeds.
+fuzz:
+	@for f in $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz'); do \
+	  for name in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+	    echo "== $$name (./$$(dirname $$f))"; \
+	    go test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) ./$$(dirname $$f) || exit 1; \
+	  done; \
+	done
 
 # npm ci installs exactly the lockfile; npm writes node_modules/.package-lock.json
 # when it does, so this runs again only when the lockfile changes.

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
 	"github.com/costgw/gateway/web/playground"
@@ -65,6 +67,17 @@ type Config struct {
 	LogLevel slog.Level
 	// LogFormat is json (one object per line) or text (key=value).
 	LogFormat string
+	// Limits bound every GraphQL operation before any upstream call (0 turns
+	// a limit off): tokens, depth, aliases, root fields, and the estimated
+	// number of upstream calls.
+	Limits limits.Config
+	// MaxBodyBytes bounds a request body (413 above).
+	MaxBodyBytes int64
+	// RequestFanout bounds the upstream calls one request has in flight.
+	RequestFanout int
+	// UpstreamInFlight bounds the upstream calls in flight across all
+	// requests (0: no bound).
+	UpstreamInFlight int
 
 	// Version makes the binary print its build information and exit.
 	Version bool
@@ -119,6 +132,15 @@ func newFlagSet(c *Config, cors *originList, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.Introspection, "introspection", true, "answer introspection queries (the playground's docs need them)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", defaultLogFormat, "log `format`: json or text")
+	def := limits.Defaults()
+	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", def.MaxTokens, "most lexical tokens of a query document (0: no limit)")
+	fs.IntVar(&c.Limits.MaxDepth, "max-depth", def.MaxDepth, "deepest field nesting of an operation (0: no limit)")
+	fs.IntVar(&c.Limits.MaxAliases, "max-aliases", def.MaxAliases, "most aliased fields of an operation (0: no limit)")
+	fs.IntVar(&c.Limits.MaxRootFields, "max-root-fields", def.MaxRootFields, "most root fields of an operation (0: no limit)")
+	fs.IntVar(&c.Limits.MaxCost, "max-cost", def.MaxCost, "most upstream calls an operation is estimated to make (0: no limit)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
+	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
+	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
 	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
 	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -listen on loopback; exit 0 if it answers 200, else 1")
 	fs.VisitAll(func(f *flag.Flag) {
@@ -185,6 +207,19 @@ func (c Config) validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("-request-timeout must be positive, not %v", c.RequestTimeout))
+	}
+	for name, v := range map[string]int64{"max-tokens": int64(c.Limits.MaxTokens), "max-depth": int64(c.Limits.MaxDepth),
+		"max-aliases": int64(c.Limits.MaxAliases), "max-root-fields": int64(c.Limits.MaxRootFields),
+		"max-cost": int64(c.Limits.MaxCost), "upstream-in-flight": int64(c.UpstreamInFlight)} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("-%s must not be negative, not %d", name, v))
+		}
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("-max-body-bytes must be positive, not %d", c.MaxBodyBytes))
+	}
+	if c.RequestFanout <= 0 {
+		errs = append(errs, fmt.Errorf("-request-fanout must be positive, not %d", c.RequestFanout))
 	}
 	if c.Upstream != "" {
 		if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -268,7 +303,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 		defer simSrv.Close()
 		upstreamURL = "http://" + simLn.Addr().String()
 		log.Info("no -upstream given: running on the built-in simulator of the Cost Management API; "+
-			"the playground has its demo key preset, and the README lists the demo keys", "simulator", upstreamURL)
+			"send Authorization: Bearer "+sim.DemoKey+" (preset in the playground; the README lists the other demo keys)",
+			"simulator", upstreamURL, "demo_key", sim.DemoKey)
 	}
 
 	base := upstream.NewTransport()
@@ -276,7 +312,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 	client, err := upstream.NewClient(upstreamURL, upstream.WithHTTPClient(&http.Client{
 		Transport: countCalls(base),
 		Timeout:   cfg.UpstreamTimeout,
-	}))
+	}), upstream.WithMaxInFlight(cfg.UpstreamInFlight))
 	if err != nil {
 		return err
 	}
@@ -287,6 +323,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 		CursorSecret:  []byte(cfg.CursorSecret),
 		Introspection: cfg.Introspection,
 		OnOperation:   nameOperation,
+		Limits:        &cfg.Limits,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Loaders:       loaders.Options{MaxConcurrency: cfg.RequestFanout},
 	}))
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /readyz", readiness(base, upstreamURL, min(readinessTimeout, cfg.UpstreamTimeout), log))

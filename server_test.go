@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/upstream/sim"
 	"github.com/costgw/gateway/web/playground"
 )
@@ -29,14 +30,18 @@ import (
 // defaults is the configuration with no flag and no environment variable.
 func defaults() Config {
 	return Config{
-		Listen:          ":8080",
-		UpstreamTimeout: 15 * time.Second,
-		RequestTimeout:  30 * time.Second,
-		CORSOrigins:     []string{"localhost"},
-		Playground:      true,
-		Introspection:   true,
-		LogLevel:        slog.LevelInfo,
-		LogFormat:       "json",
+		Listen:           ":8080",
+		UpstreamTimeout:  15 * time.Second,
+		RequestTimeout:   30 * time.Second,
+		CORSOrigins:      []string{"localhost"},
+		Playground:       true,
+		Introspection:    true,
+		LogLevel:         slog.LevelInfo,
+		LogFormat:        "json",
+		Limits:           limits.Defaults(),
+		MaxBodyBytes:     2_000_000,
+		RequestFanout:    100,
+		UpstreamInFlight: 256,
 	}
 }
 
@@ -81,6 +86,22 @@ func TestParseConfig(t *testing.T) {
 		{"log-level env", nil, map[string]string{"COSTGW_LOG_LEVEL": "WARN"}, func(c *Config) { c.LogLevel = slog.LevelWarn }},
 		{"log-format flag", []string{"-log-format", "text"}, nil, func(c *Config) { c.LogFormat = "text" }},
 		{"log-format env", nil, map[string]string{"COSTGW_LOG_FORMAT": "text"}, func(c *Config) { c.LogFormat = "text" }},
+		{"max-tokens flag", []string{"-max-tokens", "100"}, nil, func(c *Config) { c.Limits.MaxTokens = 100 }},
+		{"max-tokens env", nil, map[string]string{"COSTGW_MAX_TOKENS": "0"}, func(c *Config) { c.Limits.MaxTokens = 0 }},
+		{"max-depth flag", []string{"-max-depth", "7"}, nil, func(c *Config) { c.Limits.MaxDepth = 7 }},
+		{"max-depth env", nil, map[string]string{"COSTGW_MAX_DEPTH": "8"}, func(c *Config) { c.Limits.MaxDepth = 8 }},
+		{"max-aliases flag", []string{"-max-aliases", "3"}, nil, func(c *Config) { c.Limits.MaxAliases = 3 }},
+		{"max-aliases env", nil, map[string]string{"COSTGW_MAX_ALIASES": "4"}, func(c *Config) { c.Limits.MaxAliases = 4 }},
+		{"max-root-fields flag", []string{"-max-root-fields", "2"}, nil, func(c *Config) { c.Limits.MaxRootFields = 2 }},
+		{"max-root-fields env", nil, map[string]string{"COSTGW_MAX_ROOT_FIELDS": "5"}, func(c *Config) { c.Limits.MaxRootFields = 5 }},
+		{"max-cost flag", []string{"-max-cost", "50"}, nil, func(c *Config) { c.Limits.MaxCost = 50 }},
+		{"max-cost env", nil, map[string]string{"COSTGW_MAX_COST": "60"}, func(c *Config) { c.Limits.MaxCost = 60 }},
+		{"max-body-bytes flag", []string{"-max-body-bytes", "1000"}, nil, func(c *Config) { c.MaxBodyBytes = 1000 }},
+		{"max-body-bytes env", nil, map[string]string{"COSTGW_MAX_BODY_BYTES": "2000"}, func(c *Config) { c.MaxBodyBytes = 2000 }},
+		{"request-fanout flag", []string{"-request-fanout", "8"}, nil, func(c *Config) { c.RequestFanout = 8 }},
+		{"request-fanout env", nil, map[string]string{"COSTGW_REQUEST_FANOUT": "9"}, func(c *Config) { c.RequestFanout = 9 }},
+		{"upstream-in-flight flag", []string{"-upstream-in-flight", "0"}, nil, func(c *Config) { c.UpstreamInFlight = 0 }},
+		{"upstream-in-flight env", nil, map[string]string{"COSTGW_UPSTREAM_IN_FLIGHT": "32"}, func(c *Config) { c.UpstreamInFlight = 32 }},
 		{"version", []string{"-version"}, nil, func(c *Config) { c.Version = true }},
 		{"healthcheck", []string{"-healthcheck"}, nil, func(c *Config) { c.HealthCheck = true }},
 		{"a flag wins over its variable", []string{"-listen", ":1", "-playground=true"},
@@ -471,12 +492,26 @@ func TestLogs(t *testing.T) {
 		get(t, gw.url+"/healthz", "Authorization", "Bearer "+secret)
 		get(t, gw.url+"/readyz")
 	}
+	// The start-up line names the public demo key, as the README's run
+	// command promises; no other line holds it, and none holds a caller's key.
 	noSecret := func(t *testing.T, logs string) {
 		t.Helper()
-		for _, bad := range []string{secret, sim.DemoKey} {
-			if strings.Contains(logs, bad) {
-				t.Errorf("the log holds %q:\n%s", bad, logs)
+		if strings.Contains(logs, secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs)
+		}
+		banner := 0
+		for _, line := range strings.Split(logs, "\n") {
+			if !strings.Contains(line, sim.DemoKey) {
+				continue
 			}
+			if strings.Contains(line, "built-in simulator") && banner == 0 {
+				banner++
+				continue
+			}
+			t.Errorf("a log line other than the start-up line holds the demo key: %s", line)
+		}
+		if banner != 1 && strings.Contains(logs, "built-in simulator") {
+			t.Errorf("the start-up line does not name the demo key:\n%s", logs)
 		}
 	}
 
@@ -766,5 +801,41 @@ func TestPlainID(t *testing.T) {
 		if plainID(id) {
 			t.Errorf("plainID(%q) = true", id)
 		}
+	}
+}
+
+// TestLimitFlagsReachTheEndpoint checks that the limit flags configure the
+// GraphQL endpoint the server runs.
+func TestLimitFlagsReachTheEndpoint(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		args  []string
+		query string
+		code  string
+	}{
+		{"max-cost", []string{"-max-cost", "5"}, `{ budgets(first: 10) { nodes { metrics { variance } } } }`, "COST_ESTIMATED_TOO_EXPENSIVE"},
+		{"max-depth", []string{"-max-depth", "2"}, `{ budgets { nodes { name } } }`, "MAX_DEPTH_LIMIT"},
+		{"max-aliases", []string{"-max-aliases", "1"}, `{ a: __typename b: __typename }`, "MAX_ALIASES_LIMIT"},
+		{"max-root-fields", []string{"-max-root-fields", "1"}, `{ __typename explorer { __typename } }`, "MAX_ROOT_FIELDS_LIMIT"},
+		{"max-tokens", []string{"-max-tokens", "3"}, `{ __typename __typename }`, "MAX_TOKENS_LIMIT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			gw := startGateway(t, nil, tt.args...)
+			_, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ans.Errors) != 1 || ans.Errors[0].Extensions["code"] != tt.code {
+				t.Fatalf("errors %+v, want %s", ans.Errors, tt.code)
+			}
+		})
+	}
+	gw := startGateway(t, nil, "-max-body-bytes", "100")
+	_, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, "{ "+strings.Repeat("__typename ", 20)+"}")
+	if err != nil || len(ans.Errors) != 1 || ans.Errors[0].Extensions["code"] != "REQUEST_TOO_LARGE" {
+		t.Fatalf("body over -max-body-bytes: %+v, %v", ans.Errors, err)
 	}
 }
