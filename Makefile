@@ -16,7 +16,10 @@ ARGS ?=
 
 .PHONY: run test build playground fuzz
 
-# How long `make fuzz` runs each fuzz target.
+# How long `make fuzz` runs each fuzz target: a duration, or a number of
+# inputs such as 200000x. CI uses a count: a time limit makes Go's fuzzer
+# report "context deadline exceeded" as a failure now and then on a loaded
+# machine, when the deadline lands while a worker is mid-input.
 FUZZTIME ?= 10s
 
 run: playground

@@ -161,18 +161,25 @@ func errorFromResponse(op string, resp *http.Response) *Error {
 	if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Code != "" {
 		e.Code = env.Error.Code
 		e.Message = env.Error.Message
+		if e.Message == "" {
+			e.Message = statusText(resp.StatusCode) // an envelope without a message still says something
+		}
 		if env.Error.RequestID != "" {
 			e.RequestID = env.Error.RequestID
 		}
 		return e
 	}
 	e.Code = "http_" + strconv.Itoa(resp.StatusCode)
-	e.Message = http.StatusText(resp.StatusCode)
-	if e.Message == "" {
-		e.Message = "unexpected status"
-	}
-	e.Message += " (the answer carried no error envelope)"
+	e.Message = statusText(resp.StatusCode) + " (the answer carried no error envelope)"
 	return e
+}
+
+// statusText is http.StatusText, or a fallback for a status it does not know.
+func statusText(status int) string {
+	if t := http.StatusText(status); t != "" {
+		return t
+	}
+	return "unexpected status " + strconv.Itoa(status)
 }
 
 // parseRetryAfter reads a Retry-After value in seconds or as an HTTP date.
