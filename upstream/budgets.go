@@ -64,8 +64,12 @@ func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, err
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetDetail](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p, safe: true})
-	return v, err
+	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p, safe: true})
+	if err != nil {
+		return nil, err
+	}
+	d := w.detail()
+	return &d, nil
 }
 
 // Update calls updateBudget: PATCH /v1/budgets/{id}, with an Idempotency-Key.

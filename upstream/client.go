@@ -199,14 +199,11 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 	retryable := cl.safe || cl.idempotencyKey != ""
 	c.budget.deposit()
 	for attempt := 1; ; attempt++ {
-		a, err := c.attempt(ctx, cl, rawURL, key, body)
+		// A fresh envelope per attempt: a failed one may have filled part of it.
+		env := new(envelope[T])
+		err := c.attempt(ctx, cl, rawURL, key, body, env)
 		if err == nil {
-			v := new(T)
-			if err := json.Unmarshal(a.data, v); err != nil {
-				return nil, nil, &Error{Op: cl.op, Status: http.StatusOK, Code: codeBadResponse, RequestID: a.requestID,
-					Message: "malformed answer", Err: err, IdempotencyKey: cl.idempotencyKey}
-			}
-			return v, a.page, nil
+			return env.Data, env.Pagination, nil
 		}
 		var ue *Error
 		if !retryable || !errors.As(err, &ue) || !ue.Temporary() || attempt >= c.retry.MaxAttempts {
@@ -232,22 +229,28 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 	}
 }
 
-// answer is the part of a success answer the client keeps.
-type answer struct {
-	data      json.RawMessage
-	page      *Pagination
-	requestID string
+// envelope is a success answer. It is decoded in one pass, straight into
+// the type of its data member: no intermediate copy of the data, no second
+// parse.
+type envelope[T any] struct {
+	Data       *T          `json:"data"`
+	Pagination *Pagination `json:"pagination"`
 }
 
-// send makes one attempt and returns the data member of a success answer.
-func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []byte) (answer, error) {
+func (e *envelope[T]) hasData() bool { return e.Data != nil }
+
+// answerEnvelope is an envelope of any data type.
+type answerEnvelope interface{ hasData() bool }
+
+// send makes one attempt and decodes a success answer into env.
+func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []byte, env answerEnvelope) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, rawURL, rd)
 	if err != nil {
-		return answer{}, &Error{Op: cl.op, Code: codeRefused, Message: "build request", Err: err}
+		return &Error{Op: cl.op, Code: codeRefused, Message: "build request", Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Accept", "application/json")
@@ -260,7 +263,7 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return answer{}, &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err),
+		return &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err),
 			IdempotencyKey: cl.idempotencyKey}
 	}
 	defer resp.Body.Close()
@@ -268,30 +271,26 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 		e := errorFromResponse(cl.op, resp)
 		e.IdempotencyKey = cl.idempotencyKey
 		e.redact(key)
-		return answer{}, e
-	}
-	var env struct {
-		Data       json.RawMessage `json:"data"`
-		Pagination *Pagination     `json:"pagination"`
+		return e
 	}
 	br := &bodyReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
-	err = json.NewDecoder(br).Decode(&env)
+	err = unmarshalRead(br, env)
 	if br.err != nil {
 		// The answer broke off (dropped connection, timeout, cancellation):
 		// no complete answer arrived, which is temporary, not malformed.
-		return answer{}, &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
+		return &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
 			RequestID: resp.Header.Get("X-Request-Id"), Err: br.err, IdempotencyKey: cl.idempotencyKey}
 	}
-	if err == nil && (env.Data == nil || string(env.Data) == "null") {
+	if err == nil && !env.hasData() {
 		err = errors.New("answer has no data member")
 	}
 	if err != nil {
-		return answer{}, &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
+		return &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
 			RequestID: resp.Header.Get("X-Request-Id"), Err: err, IdempotencyKey: cl.idempotencyKey}
 	}
 	// Drain what the decoder left so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	return answer{data: env.Data, page: env.Pagination, requestID: resp.Header.Get("X-Request-Id")}, nil
+	return nil
 }
 
 // bodyReader remembers a read error other than io.EOF, so a broken-off answer

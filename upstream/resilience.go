@@ -148,29 +148,27 @@ func WithMaxInFlight(n int) Option {
 	}
 }
 
-// attempt makes one attempt through the in-flight bound and the breaker.
-func (c *Client) attempt(ctx context.Context, cl call, rawURL, key string, body []byte) (answer, error) {
+// attempt makes one attempt through the in-flight bound and the breaker,
+// and decodes a success answer into env.
+func (c *Client) attempt(ctx context.Context, cl call, rawURL, key string, body []byte, env answerEnvelope) error {
 	if c.inflight != nil {
 		select {
 		case c.inflight <- struct{}{}:
 			defer func() { <-c.inflight }()
 		case <-ctx.Done():
-			return answer{}, &Error{Op: cl.op, Code: codeNoResponse, Message: "gave up waiting for a free connection",
+			return &Error{Op: cl.op, Code: codeNoResponse, Message: "gave up waiting for a free connection",
 				Err: ctx.Err(), IdempotencyKey: cl.idempotencyKey}
 		}
 	}
 	if c.breaker == nil {
-		return c.send(ctx, cl, rawURL, key, body)
+		return c.send(ctx, cl, rawURL, key, body, env)
 	}
-	var a answer
 	_, err := c.breaker.Execute(func() (struct{}, error) {
-		var err error
-		a, err = c.send(ctx, cl, rawURL, key, body)
-		return struct{}{}, err
+		return struct{}{}, c.send(ctx, cl, rawURL, key, body, env)
 	})
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return answer{}, &Error{Op: cl.op, Code: codeCircuitOpen,
+		return &Error{Op: cl.op, Code: codeCircuitOpen,
 			Message: "the upstream failed too often of late; calls are paused", IdempotencyKey: cl.idempotencyKey}
 	}
-	return a, err
+	return err
 }

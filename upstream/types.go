@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -187,24 +188,35 @@ type BudgetDetail struct {
 // accepts a bare budget object carrying metrics and dimensions, the other
 // reading of the contract's "{budget} with metrics and dimensions".
 func (d *BudgetDetail) UnmarshalJSON(b []byte) error {
-	var wrapped struct {
-		Budget     *Budget           `json:"budget"`
-		Metrics    BudgetMetrics     `json:"metrics"`
-		Dimensions []json.RawMessage `json:"dimensions"`
-	}
-	if err := json.Unmarshal(b, &wrapped); err != nil {
-		return err
-	}
-	if wrapped.Budget == nil {
-		if err := json.Unmarshal(b, &wrapped.Budget); err != nil {
-			return err
-		}
-	}
-	if wrapped.Budget == nil {
+	if string(bytes.TrimSpace(b)) == "null" {
 		return fmt.Errorf("budget detail is null")
 	}
-	*d = BudgetDetail{Budget: *wrapped.Budget, Metrics: wrapped.Metrics, Dimensions: wrapped.Dimensions}
+	var w budgetDetailWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*d = w.detail()
 	return nil
+}
+
+// budgetDetailWire reads both forms of a BudgetDetail in one pass, with no
+// custom unmarshaler in the way: the wrapped budget lands in Wrapped, the
+// members of a bare one in the embedded Budget. The client decodes the
+// single-budget answer straight into it.
+type budgetDetailWire struct {
+	Budget
+	Wrapped    *Budget           `json:"budget"`
+	Metrics    BudgetMetrics     `json:"metrics"`
+	Dimensions []json.RawMessage `json:"dimensions"`
+}
+
+// detail returns the BudgetDetail the wire form holds.
+func (w *budgetDetailWire) detail() BudgetDetail {
+	b := w.Wrapped
+	if b == nil {
+		b = &w.Budget
+	}
+	return BudgetDetail{Budget: *b, Metrics: w.Metrics, Dimensions: w.Dimensions}
 }
 
 // budgetResult is the data of create and update: {budget}, or a bare budget.

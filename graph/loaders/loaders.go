@@ -1,16 +1,17 @@
-// Package loaders holds the per-request dataloaders of the gateway.
+// Package loaders holds the per-request dataloaders of the gateway, built on
+// github.com/graph-gophers/dataloader/v7.
 //
 // A Loaders set is made for each HTTP request by Middleware and lives in the
 // request's context, so its cache never outlives the request and never mixes
 // the bearer keys of two callers. Within a request, a key is fetched once
 // however many fields ask for it.
 //
-// The upstream has no batch endpoint: a batch of n keys is n calls, sent
-// concurrently under a per-request bound. Batching therefore buys nothing and
-// waiting for a batch to fill would add latency to every tier of a nested
-// query, so the batch window defaults to zero: a key's call starts as soon as
-// the resolver asks for it, and a nested query costs one upstream latency per
-// tier (see the benchmarks in docs/benchmarks.md).
+// The upstream has no batch endpoint: a batch of n keys is n calls, sent at
+// once under a per-request bound on calls in flight. Waiting for a batch to
+// fill would add latency to every tier of a nested query, so the batch window
+// is zero: a key's call starts as soon as a resolver first asks for it, and a
+// nested query costs one upstream latency per tier (measured in
+// docs/benchmarks.md).
 package loaders
 
 import (
@@ -19,7 +20,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/graph-gophers/dataloader/v7"
 
@@ -31,8 +31,6 @@ type Options struct {
 	// MaxConcurrency bounds the upstream calls one request's loaders have in
 	// flight at once. Zero means DefaultMaxConcurrency.
 	MaxConcurrency int
-	// Wait is the batch window. Zero (the default) sends each key's call at once.
-	Wait time.Duration
 }
 
 // DefaultMaxConcurrency lets a page of 50 budgets fetch its 50 details and 50
@@ -59,15 +57,17 @@ func New(c *upstream.Client, o Options) *Loaders {
 	}
 	sem := make(chan struct{}, n)
 	return &Loaders{
-		Budget:   newLoader(sem, o.Wait, c.Budgets.Get),
-		Actuals:  newLoader(sem, o.Wait, c.Budgets.Actuals),
-		Planning: newLoader(sem, o.Wait, c.Budgets.Planning),
-		Explorer: newLoader(sem, o.Wait, explorerFetch(c)),
+		Budget:   newLoader(sem, c.Budgets.Get),
+		Actuals:  newLoader(sem, c.Budgets.Actuals),
+		Planning: newLoader(sem, c.Budgets.Planning),
+		Explorer: newLoader(sem, explorerFetch(c)),
 	}
 }
 
-func newLoader[K comparable, V any](sem chan struct{}, wait time.Duration, fetch func(context.Context, K) (V, error)) *dataloader.Loader[K, V] {
-	return dataloader.NewBatchedLoader(fanOut(sem, fetch), dataloader.WithWait[K, V](wait))
+// newLoader returns a loader with no batch window whose batches fetch each
+// key with its own call, under the request's semaphore.
+func newLoader[K comparable, V any](sem chan struct{}, fetch func(context.Context, K) (V, error)) *dataloader.Loader[K, V] {
+	return dataloader.NewBatchedLoader(fanOut(sem, fetch), dataloader.WithWait[K, V](0))
 }
 
 // fanOut makes a batch function that fetches each key with its own call, all
@@ -78,27 +78,31 @@ func fanOut[K comparable, V any](sem chan struct{}, fetch func(context.Context, 
 		var wg sync.WaitGroup
 		for i, key := range keys {
 			wg.Go(func() {
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					results[i] = &dataloader.Result[V]{Error: ctx.Err()}
-					return
-				}
-				defer func() { <-sem }()
-				// A panic here is out of reach of gqlgen's recover (and of the
-				// dataloader's): unrecovered it would end the whole process.
-				defer func() {
-					if r := recover(); r != nil {
-						results[i] = &dataloader.Result[V]{Error: fmt.Errorf("panic in loader fetch: %v", r)}
-					}
-				}()
-				v, err := fetch(ctx, key)
-				results[i] = &dataloader.Result[V]{Data: v, Error: err}
+				results[i] = fetchOne(ctx, sem, fetch, key)
 			})
 		}
 		wg.Wait()
 		return results
 	}
+}
+
+// fetchOne makes one key's call once the semaphore has room.
+func fetchOne[K comparable, V any](ctx context.Context, sem chan struct{}, fetch func(context.Context, K) (V, error), key K) (r *dataloader.Result[V]) {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return &dataloader.Result[V]{Error: ctx.Err()}
+	}
+	defer func() { <-sem }()
+	// A panic in this goroutine is out of reach of gqlgen's recover and of
+	// the dataloader's: unrecovered it would end the whole process.
+	defer func() {
+		if p := recover(); p != nil {
+			r = &dataloader.Result[V]{Error: fmt.Errorf("panic in loader fetch: %v", p)}
+		}
+	}()
+	v, err := fetch(ctx, key)
+	return &dataloader.Result[V]{Data: v, Error: err}
 }
 
 // PrimePlannings records the planning rows a budget record already carries,

@@ -45,7 +45,7 @@ func (r *budgetResolver) Actuals(ctx context.Context, obj *upstream.Budget) (*mo
 	if err != nil {
 		return nil, err
 	}
-	return actualsModel(a), nil
+	return actualsModel(a, has(selected(ctx, budgetActualsTypes), "byPlanning")), nil
 }
 
 func (r *mutationResolver) CreateBudget(ctx context.Context, input model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
@@ -94,8 +94,9 @@ func (r *queryResolver) Budgets(ctx context.Context, first *int, after *string) 
 			l.PrimePlannings(ctx, &w.items[i])
 		}
 	}
+	prefetchPage(ctx, w.items)
 	return &model.BudgetConnection{
-		Edges:    edges(w, func(c string, n *upstream.Budget) model.BudgetEdge { return model.BudgetEdge{Cursor: c, Node: n} }),
+		Edges:    edges(ctx, w, func(c string, n *upstream.Budget) model.BudgetEdge { return model.BudgetEdge{Cursor: c, Node: n} }),
 		Nodes:    w.items,
 		PageInfo: &w.info,
 	}, nil
@@ -106,6 +107,7 @@ func (r *queryResolver) Budget(ctx context.Context, id string) (*upstream.Budget
 	if err != nil {
 		return nil, err
 	}
+	prefetchBudget(ctx, bid.BudgetID)
 	d, err := budgetDetail(ctx, bid.BudgetID)
 	if err != nil {
 		return nil, err

@@ -22,12 +22,15 @@ const (
 )
 
 // window is one page of a connection: the records, the cursor of each, and
-// the upstream total when the upstream gives one.
+// the upstream total when the upstream gives one. A record's cursor is
+// signed only when an edge asks for it; pageInfo's two are signed at once.
 type window[T any] struct {
-	items   []T
-	cursors []string
-	info    model.PageInfo
-	total   *int
+	items []T
+	at    []relay.Cursor
+	codec *relay.Codec
+	conn  string
+	info  model.PageInfo
+	total *int
 }
 
 // fetchPage is a list operation of the client.
@@ -53,7 +56,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 			return nil, err
 		}
 	}
-	w := &window[T]{items: make([]T, 0, n), cursors: make([]string, 0, n)}
+	w := &window[T]{items: make([]T, 0, n), at: make([]relay.Cursor, 0, n), codec: codec, conn: conn}
 	upCursor, skip := at.Upstream, at.Skip
 	for {
 		want := n - len(w.items)
@@ -73,7 +76,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 			if j == len(data)-1 && more {
 				c = relay.Cursor{Upstream: *next}
 			}
-			w.cursors = append(w.cursors, codec.Encode(conn, c))
+			w.at = append(w.at, c)
 		}
 		if len(w.items) == n {
 			w.info.HasNextPage = j < len(data) || more
@@ -84,18 +87,23 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 		}
 		upCursor, skip = *next, 0
 	}
-	if len(w.cursors) > 0 {
-		w.info.StartCursor = &w.cursors[0]
-		w.info.EndCursor = &w.cursors[len(w.cursors)-1]
+	if len(w.at) > 0 {
+		start, end := codec.Encode(conn, w.at[0]), codec.Encode(conn, w.at[len(w.at)-1])
+		w.info.StartCursor, w.info.EndCursor = &start, &end
 	}
 	return w, nil
 }
 
-// edges builds the edges of a window with a constructor of the connection's edge type.
-func edges[T, E any](w *window[T], edge func(cursor string, node *T) E) []E {
+// edges builds the edges of a window with a constructor of the connection's
+// edge type, or none when the query does not ask for edges (ctx is that of
+// the connection field): each edge costs a signed cursor.
+func edges[T, E any](ctx context.Context, w *window[T], edge func(cursor string, node *T) E) []E {
+	if !has(selected(ctx, connectionTypes[w.conn]), "edges") {
+		return nil
+	}
 	out := make([]E, len(w.items))
 	for i := range w.items {
-		out[i] = edge(w.cursors[i], &w.items[i])
+		out[i] = edge(w.codec.Encode(w.conn, w.at[i]), &w.items[i])
 	}
 	return out
 }

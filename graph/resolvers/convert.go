@@ -56,11 +56,16 @@ func budgetPlannings(ctx context.Context, b *upstream.Budget) ([]upstream.Planni
 	if b.Plannings != nil {
 		return b.Plannings, nil
 	}
+	return planningGrid(ctx, b.ID)
+}
+
+// planningGrid loads a budget's planning grid through the loader.
+func planningGrid(ctx context.Context, budgetID string) ([]upstream.Planning, error) {
 	l, err := loadersFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g, err := l.Planning.Load(ctx, b.ID)()
+	g, err := l.Planning.Load(ctx, budgetID)()
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +82,19 @@ func periodAmounts(m map[string]float64) []model.PeriodAmount {
 	return out
 }
 
-// actualsModel shapes a budget's actuals.
-func actualsModel(a *upstream.BudgetActuals) *model.BudgetActuals {
+// actualsModel shapes a budget's actuals. The rows' actuals (byPlanning) are
+// shaped only when asked for: a page of budgets rarely wants them there, and
+// each row's own actuals field shapes them anyway.
+func actualsModel(a *upstream.BudgetActuals, byPlanning bool) *model.BudgetActuals {
 	out := &model.BudgetActuals{ByPeriod: periodAmounts(a.AccountActualsByPeriod)}
 	for _, p := range out.ByPeriod {
 		out.Total += p.Amount
 	}
 	out.Total = math.Round(out.Total*100) / 100 // amounts are cents; drop float noise
+	if !byPlanning {
+		out.ByPlanning = []model.PlanningActuals{}
+		return out
+	}
 	ids := make([]string, 0, len(a.ActualsByPlanning))
 	for id := range a.ActualsByPlanning {
 		ids = append(ids, id)
@@ -126,23 +137,21 @@ func node(ctx context.Context, gid string) (model.Node, error) {
 	}
 	switch id.Type {
 	case relay.TypeBudget:
+		prefetchBudget(ctx, id.BudgetID)
 		d, err := budgetDetail(ctx, id.BudgetID)
 		if err != nil {
 			return nil, err
 		}
 		return &d.Budget, nil
 	case relay.TypePlanning:
-		l, err := loadersFor(ctx)
+		prefetchPlanning(ctx, id.BudgetID)
+		rows, err := planningGrid(ctx, id.BudgetID)
 		if err != nil {
 			return nil, err
 		}
-		g, err := l.Planning.Load(ctx, id.BudgetID)()
-		if err != nil {
-			return nil, err
-		}
-		for i := range g.Plannings {
-			if g.Plannings[i].ID == id.PlanningID {
-				return &g.Plannings[i], nil
+		for i := range rows {
+			if rows[i].ID == id.PlanningID {
+				return &rows[i], nil
 			}
 		}
 		return nil, errs.ErrNotFound
@@ -190,8 +199,10 @@ func explorer[T any](ctx context.Context, op string, q *upstream.ExplorerQuery, 
 	return t, nil
 }
 
-// historyRows types the cost rows of an Explorer history.
-func historyRows(h *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {
+// historyRows types the cost rows of an Explorer history. Each row is
+// encoded again as raw JSON only when raw is asked for: it is the costliest
+// part and a chart rarely wants it.
+func historyRows(h *upstream.ExplorerHistory, withRaw bool) ([]model.HistoryCostRow, error) {
 	out := make([]model.HistoryCostRow, len(h.CostRows))
 	for i, row := range h.CostRows {
 		group, ok := row.String(h.GroupBy)
@@ -206,11 +217,14 @@ func historyRows(h *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: history row %d has no numeric cost", upstream.ErrBadResponse, i)
 		}
-		raw, err := json.Marshal(row)
-		if err != nil {
-			return nil, err
+		out[i] = model.HistoryCostRow{Group: group, Date: date, Cost: cost}
+		if withRaw {
+			raw, err := json.Marshal(row)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Raw = raw
 		}
-		out[i] = model.HistoryCostRow{Group: group, Date: date, Cost: cost, Raw: raw}
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ func (r *queryResolver) Recommendations(ctx context.Context, first *int, after *
 		return nil, err
 	}
 	return &model.RecommendationConnection{
-		Edges: edges(w, func(c string, n *upstream.Recommendation) model.RecommendationEdge {
+		Edges: edges(ctx, w, func(c string, n *upstream.Recommendation) model.RecommendationEdge {
 			return model.RecommendationEdge{Cursor: c, Node: n}
 		}),
 		Nodes:    w.items,
@@ -38,7 +38,7 @@ func (r *queryResolver) Anomalies(ctx context.Context, first *int, after *string
 		return nil, err
 	}
 	return &model.AnomalyConnection{
-		Edges:    edges(w, func(c string, n *upstream.Anomaly) model.AnomalyEdge { return model.AnomalyEdge{Cursor: c, Node: n} }),
+		Edges:    edges(ctx, w, func(c string, n *upstream.Anomaly) model.AnomalyEdge { return model.AnomalyEdge{Cursor: c, Node: n} }),
 		Nodes:    w.items,
 		PageInfo: &w.info,
 	}, nil

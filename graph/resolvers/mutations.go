@@ -91,24 +91,37 @@ func (r *mutationResolver) createBudget(ctx context.Context, in model.CreateBudg
 	if v := in.TargetType.Value(); v != nil {
 		body.TargetType = *v
 	}
-	out := &model.CreateBudgetPayload{IdempotencyKey: key, UserErrors: []model.UserError{}}
-	if len(ue) > 0 {
-		out.UserErrors = ue
-		return out, nil
-	}
-	b, err := r.Client.Budgets.Create(ctx, body, &upstream.WriteOptions{IdempotencyKey: key})
-	if rejected(err, &ue) {
-		out.UserErrors = ue
-		return out, nil
-	}
+	b, uerrs, err := write(ctx, "", ue, func() (*upstream.Budget, error) {
+		return r.Client.Budgets.Create(ctx, body, &upstream.WriteOptions{IdempotencyKey: key})
+	})
 	if err != nil {
 		return nil, err
 	}
+	return &model.CreateBudgetPayload{Budget: b, UserErrors: uerrs, IdempotencyKey: key}, nil
+}
+
+// write sends a budget write unless the input already has user errors, and
+// sorts the outcome into the written budget, the user errors of an input the
+// upstream rejected, or an error. What the request's loaders hold of the
+// budget (changed, if an id is given) is replaced by the answer.
+func write(ctx context.Context, changed string, ue userErrors, send func() (*upstream.Budget, error)) (*upstream.Budget, []model.UserError, error) {
+	if len(ue) > 0 {
+		return nil, ue, nil
+	}
+	b, err := send()
+	if rejected(err, &ue) {
+		return nil, ue, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
 	if l := loaders.For(ctx); l != nil {
+		if changed != "" {
+			l.Forget(ctx, changed)
+		}
 		l.PrimePlannings(ctx, b)
 	}
-	out.Budget = b
-	return out, nil
+	return b, []model.UserError{}, nil
 }
 
 func (r *mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudgetInput) (*model.UpdateBudgetPayload, error) {
@@ -139,25 +152,13 @@ func (r *mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudg
 			body.LookbackPeriod = upstream.Null[int]()
 		}
 	}
-	out := &model.UpdateBudgetPayload{IdempotencyKey: key, UserErrors: []model.UserError{}}
-	if len(ue) > 0 {
-		out.UserErrors = ue
-		return out, nil
-	}
-	b, err := r.Client.Budgets.Update(ctx, id.BudgetID, body, &upstream.WriteOptions{IdempotencyKey: key})
-	if rejected(err, &ue) {
-		out.UserErrors = ue
-		return out, nil
-	}
+	b, uerrs, err := write(ctx, id.BudgetID, ue, func() (*upstream.Budget, error) {
+		return r.Client.Budgets.Update(ctx, id.BudgetID, body, &upstream.WriteOptions{IdempotencyKey: key})
+	})
 	if err != nil {
 		return nil, err
 	}
-	if l := loaders.For(ctx); l != nil {
-		l.Forget(ctx, id.BudgetID)
-		l.PrimePlannings(ctx, b)
-	}
-	out.Budget = b
-	return out, nil
+	return &model.UpdateBudgetPayload{Budget: b, UserErrors: uerrs, IdempotencyKey: key}, nil
 }
 
 // required returns an optional input that the upstream does not allow to be

@@ -22,7 +22,7 @@ func (r *queryResolver) ScheduledNotifications(ctx context.Context, first *int, 
 		return nil, fmt.Errorf("%w: the scheduled-notifications list carries no total", upstream.ErrBadResponse)
 	}
 	return &model.ScheduledNotificationConnection{
-		Edges: edges(w, func(c string, n *upstream.ScheduledNotification) model.ScheduledNotificationEdge {
+		Edges: edges(ctx, w, func(c string, n *upstream.ScheduledNotification) model.ScheduledNotificationEdge {
 			return model.ScheduledNotificationEdge{Cursor: c, Node: n}
 		}),
 		Nodes:      w.items,

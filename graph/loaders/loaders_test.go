@@ -1,0 +1,154 @@
+package loaders
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/graph-gophers/dataloader/v7"
+)
+
+// counting is a fetch that records its calls and answers key*10.
+type counting struct {
+	calls          atomic.Int32
+	inFlight, most atomic.Int32
+	hold           chan struct{} // when not nil, calls wait for it to close
+}
+
+func (c *counting) fetch(ctx context.Context, key int) (int, error) {
+	c.calls.Add(1)
+	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	for {
+		m := c.most.Load()
+		if n <= m || c.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if c.hold != nil {
+		select {
+		case <-c.hold:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	if key < 0 {
+		return 0, errors.New("negative")
+	}
+	return key * 10, nil
+}
+
+func TestLoaderFetchesEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	var c counting
+	l := newLoader(make(chan struct{}, 10), c.fetch)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			key := i % 5
+			if v, err := l.Load(context.Background(), key)(); err != nil || v != key*10 {
+				t.Errorf("Load(%d) = %d, %v", key, v, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := c.calls.Load(); n != 5 {
+		t.Errorf("%d calls for 5 keys", n)
+	}
+	// Errors are kept too: asking again does not call again.
+	for range 2 {
+		if _, err := l.Load(context.Background(), -1)(); err == nil {
+			t.Error("want the fetch's error")
+		}
+	}
+	if n := c.calls.Load(); n != 6 {
+		t.Errorf("%d calls, want 6", n)
+	}
+}
+
+// A call starts when its key is first asked for, before anyone waits.
+func TestLoaderStartsAtOnce(t *testing.T) {
+	t.Parallel()
+	started := make(chan int, 1)
+	l := newLoader(make(chan struct{}, 1), func(_ context.Context, k int) (int, error) { started <- k; return k, nil })
+	l.Load(context.Background(), 7)
+	select {
+	case k := <-started:
+		if k != 7 {
+			t.Errorf("started %d", k)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call did not start without a wait")
+	}
+}
+
+func TestLoaderBoundsCallsInFlight(t *testing.T) {
+	t.Parallel()
+	c := counting{hold: make(chan struct{})}
+	l := newLoader(make(chan struct{}, 3), c.fetch)
+	waits := make([]dataloader.Thunk[int], 10)
+	for i := range waits {
+		waits[i] = l.Load(context.Background(), i)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.inFlight.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(c.hold)
+	for i, w := range waits {
+		if v, err := w(); err != nil || v != i*10 {
+			t.Errorf("key %d: %d, %v", i, v, err)
+		}
+	}
+	if m := c.most.Load(); m != 3 {
+		t.Errorf("at most %d calls in flight, want 3", m)
+	}
+}
+
+func TestLoaderPrimeAndClear(t *testing.T) {
+	t.Parallel()
+	var c counting
+	l := newLoader(make(chan struct{}, 1), c.fetch)
+	l.Prime(context.Background(), 1, 99)
+	if v, _ := l.Load(context.Background(), 1)(); v != 99 || c.calls.Load() != 0 {
+		t.Errorf("primed key: %d after %d calls", v, c.calls.Load())
+	}
+	l.Prime(context.Background(), 1, 5) // a known key keeps its value
+	if v, _ := l.Load(context.Background(), 1)(); v != 99 {
+		t.Errorf("re-primed key = %d, want 99", v)
+	}
+	l.Clear(context.Background(), 1)
+	if v, _ := l.Load(context.Background(), 1)(); v != 10 || c.calls.Load() != 1 {
+		t.Errorf("cleared key: %d after %d calls", v, c.calls.Load())
+	}
+}
+
+func TestLoaderRecoversPanics(t *testing.T) {
+	t.Parallel()
+	l := newLoader(make(chan struct{}, 1), func(context.Context, int) (int, error) { panic("boom") })
+	if _, err := l.Load(context.Background(), 1)(); err == nil {
+		t.Error("want an error from a panicking fetch")
+	}
+}
+
+// A call waiting for a place ends with its context.
+func TestLoaderCancelledWhileWaiting(t *testing.T) {
+	t.Parallel()
+	c := counting{hold: make(chan struct{})}
+	defer close(c.hold)
+	l := newLoader(make(chan struct{}, 1), c.fetch)
+	// Both keys of one request, which shares one context.
+	ctx, cancel := context.WithCancel(context.Background())
+	l.Load(ctx, 1) // takes the only place
+	for c.inFlight.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	w := l.Load(ctx, 2)
+	cancel()
+	if _, err := w(); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
