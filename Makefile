@@ -14,7 +14,7 @@ PLAYGROUND_SOURCES := $(PLAYGROUND)/index.html $(PLAYGROUND)/vite.config.js $(PL
 # Flags for `make run`, such as ARGS="-listen :9090".
 ARGS ?=
 
-.PHONY: run test build playground fuzz
+.PHONY: run test build playground fuzz bench bench-smoke
 
 # How long `make fuzz` runs each fuzz target: a duration, or a number of
 # inputs such as 200000x. CI uses a count: a time limit makes Go's fuzzer
@@ -34,6 +34,19 @@ build: playground
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o costgw .
 
 playground: $(PLAYGROUND)/dist/index.html
+
+# The benchmarks: the gateway, a direct Go client and GraphQL Mesh on one
+# simulator, written to docs/benchmarks.md (about ten minutes).
+bench: bench/mesh/node_modules/.package-lock.json
+	go run ./bench
+
+# Every benchmark configuration for about a second, to keep the harness
+# working; the report goes to a temporary file.
+bench-smoke: bench/mesh/node_modules/.package-lock.json
+	go run ./bench -smoke
+
+bench/mesh/node_modules/.package-lock.json: bench/mesh/package-lock.json bench/mesh/package.json
+	cd bench/mesh && npm ci
 
 # Runs every fuzz target of the module for FUZZTIME each, starting from its
 # committed seed corpus (testdata/fuzz) and its f.Add seeds.

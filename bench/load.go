@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// Contender names.
+const (
+	nameGateway = "gateway"
+	nameDirect  = "direct"
+	nameMesh    = "mesh"
+	// nameBaseline is the gateway built from another checkout (-baseline).
+	nameBaseline = "baseline"
+)
+
+// contender is one way of serving the queries.
+type contender interface {
+	name() string
+	// supports reports whether the contender can serve q.
+	supports(q *query) bool
+	// do serves q once; the answer's bytes go to buf.
+	do(ctx context.Context, q *query, buf *bytes.Buffer) error
+	// pids are the processes whose CPU and memory count as the contender's.
+	pids() []int
+	// close releases idle connections.
+	close()
+}
+
+// graphQL is a GraphQL server over HTTP: the gateway or Mesh.
+type graphQL struct {
+	label  string
+	url    string
+	pid    int
+	mesh   bool
+	bodies map[string][]byte // request body per query
+	hc     *http.Client
+}
+
+func newGraphQL(label, url string, pid int, mesh bool, fx fixture) (*graphQL, error) {
+	g := &graphQL{label: label, url: url, pid: pid, mesh: mesh, bodies: map[string][]byte{}}
+	for i := range queries {
+		q := &queries[i]
+		text, vars := q.Gateway, q.Vars(fx)
+		if mesh {
+			if q.Mesh == "" {
+				continue
+			}
+			text = q.Mesh
+			if q.MeshVars != nil {
+				vars = q.MeshVars(fx)
+			}
+		}
+		b, err := json.Marshal(map[string]any{"query": text, "operationName": q.Name, "variables": vars})
+		if err != nil {
+			return nil, err
+		}
+		g.bodies[q.Name] = b
+	}
+	g.reset()
+	return g, nil
+}
+
+// reset starts a fresh connection pool, large enough to keep a connection
+// per load worker.
+func (g *graphQL) reset() {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 1024
+	t.DisableCompression = true
+	g.hc = &http.Client{Transport: t, Timeout: 60 * time.Second}
+}
+
+func (g *graphQL) name() string           { return g.label }
+func (g *graphQL) supports(q *query) bool { return g.bodies[q.Name] != nil }
+func (g *graphQL) pids() []int            { return tree(g.pid) }
+func (g *graphQL) close()                 { g.hc.CloseIdleConnections(); g.reset() }
+
+// errMarkers are the signs of a failed answer: a GraphQL error list, or
+// Mesh's union member for an upstream error.
+var errMarkers = [][]byte{[]byte(`"errors":`), []byte(`"error":{`)}
+
+func (g *graphQL) do(ctx context.Context, q *query, buf *bytes.Buffer) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", g.url, bytes.NewReader(g.bodies[q.Name]))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+	resp, err := g.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d: %.200s", resp.StatusCode, buf.Bytes())
+	}
+	for _, m := range errMarkers {
+		if i := bytes.Index(buf.Bytes(), m); i >= 0 {
+			return fmt.Errorf("error in answer: %.200s", buf.Bytes()[i:])
+		}
+	}
+	return nil
+}
+
+// direct is the hand-written client, in the bench's own process.
+type direct struct {
+	c  *upstream.Client
+	fx fixture
+}
+
+func newDirect(baseURL string, fx fixture) (*direct, error) {
+	c, err := upstream.NewClient(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	return &direct{c: c, fx: fx}, nil
+}
+
+func (d *direct) name() string           { return nameDirect }
+func (d *direct) supports(q *query) bool { return q.Direct != nil }
+func (d *direct) pids() []int            { return []int{os.Getpid()} }
+func (d *direct) close()                 {}
+
+func (d *direct) do(ctx context.Context, q *query, buf *bytes.Buffer) error {
+	v, err := q.Direct(upstream.WithAPIKey(ctx, sim.DemoKey), d.c, d.fx)
+	if err != nil {
+		return err
+	}
+	buf.Reset()
+	return json.NewEncoder(buf).Encode(map[string]any{"data": v})
+}
+
+// result is one load run: a contender serving a query at a concurrency.
+type result struct {
+	Contender   string        `json:"contender"`
+	Query       string        `json:"query"`
+	Concurrency int           `json:"concurrency"`
+	Latency     time.Duration `json:"upstream_latency"` // injected per upstream call
+	Requests    int           `json:"requests"`
+	Errors      int           `json:"errors"`
+	FirstError  string        `json:"first_error,omitempty"`
+	Elapsed     time.Duration `json:"elapsed"`
+	CPU         time.Duration `json:"cpu"`     // the contender's processes
+	SimCPU      time.Duration `json:"sim_cpu"` // the simulator's
+	P50         time.Duration `json:"p50"`
+	P95         time.Duration `json:"p95"`
+	P99         time.Duration `json:"p99"`
+	PeakRSS     int64         `json:"peak_rss,omitempty"` // bytes, when measured
+}
+
+// RPS is the completed requests per second.
+func (r result) RPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// PerCPU is the completed requests per CPU-second of the contender.
+func (r result) PerCPU() float64 {
+	if r.CPU <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.CPU.Seconds()
+}
+
+// loadSpec is one load run to make.
+type loadSpec struct {
+	q           *query
+	concurrency int
+	warmup      time.Duration
+	duration    time.Duration
+	latency     time.Duration
+	measureRSS  bool
+	simPid      int
+}
+
+// maxWarmup bounds how long a run waits for every client's first answer.
+const maxWarmup = time.Minute
+
+// runLoad has concurrency clients send q back to back. The warm-up lasts
+// at least s.warmup and until every client has had its first answer (a
+// cold contender, or 200 clients' first requests sharing two cores, can
+// take longer than the warm-up). Then the measured window lasts s.duration:
+// the requests that complete in it are counted, with their whole latency,
+// the CPU times are read at both ends of it, and requests still in flight
+// at its end are cancelled and not counted.
+func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Duration) {
+	res := result{Contender: c.name(), Query: s.q.Name, Concurrency: s.concurrency, Latency: s.latency}
+	pids := c.pids()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	type done struct {
+		end time.Time
+		lat time.Duration
+		err error
+	}
+	var (
+		mu    sync.Mutex
+		dones []done
+		first sync.WaitGroup // every client's first answer
+	)
+	// The window, set by the sampler before it lets clients count.
+	var from, to time.Time
+	var cpu0, sim0, cpu1, sim1 time.Duration
+	var rssErr error
+	sampled := make(chan struct{})
+	first.Add(s.concurrency)
+	go func() {
+		defer close(sampled)
+		defer cancel()
+		warm := make(chan struct{})
+		go func() { first.Wait(); close(warm) }()
+		timer := time.NewTimer(s.warmup)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-warm:
+		case <-time.After(maxWarmup):
+		case <-ctx.Done():
+			return
+		}
+		if s.measureRSS {
+			rssErr = resetPeakRSS(pids)
+		}
+		mu.Lock()
+		from = time.Now()
+		to = from.Add(s.duration)
+		mu.Unlock()
+		cpu0, sim0 = cpuOf(pids), cpuOf([]int{s.simPid})
+		select {
+		case <-time.After(s.duration):
+		case <-ctx.Done():
+			return
+		}
+		cpu1, sim1 = cpuOf(pids), cpuOf([]int{s.simPid})
+		if s.measureRSS && rssErr == nil {
+			res.PeakRSS = peakRSS(pids)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for i := range s.concurrency {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			var mine []done
+			firstDone := false
+			// Clients start spread over the warm-up, so that 200 requests
+			// sharing two cores do not finish, and start again, in waves.
+			select {
+			case <-time.After(s.warmup * time.Duration(i) / time.Duration(s.concurrency)):
+			case <-runCtx.Done():
+			}
+			for runCtx.Err() == nil {
+				t0 := time.Now()
+				err := c.do(runCtx, s.q, &buf)
+				t1 := time.Now()
+				if !firstDone {
+					firstDone = true
+					first.Done()
+				}
+				mine = append(mine, done{t1, t1.Sub(t0), err})
+			}
+			if !firstDone {
+				first.Done()
+			}
+			mu.Lock()
+			dones = append(dones, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	<-sampled
+
+	var latencies []time.Duration
+	for _, d := range dones {
+		if from.IsZero() || d.end.Before(from) || !d.end.Before(to) {
+			continue // in the warm-up, or cut off at the end of the window
+		}
+		if d.err != nil {
+			res.Errors++
+			if res.FirstError == "" {
+				res.FirstError = d.err.Error()
+			}
+			continue
+		}
+		latencies = append(latencies, d.lat)
+	}
+	res.Elapsed = s.duration
+	res.CPU, res.SimCPU = cpu1-cpu0, sim1-sim0
+	res.Requests = len(latencies)
+	slices.Sort(latencies)
+	res.P50, res.P95, res.P99 = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
+	c.close()
+	return res, latencies
+}
+
+// merge adds up the rounds of one configuration: requests, errors, window
+// and CPU times add up, the latencies are pooled, the peak is the highest.
+func merge(rounds []result, samples [][]time.Duration) result {
+	out := rounds[0]
+	out.Requests, out.Errors, out.Elapsed, out.CPU, out.SimCPU = 0, 0, 0, 0, 0
+	var all []time.Duration
+	for i, r := range rounds {
+		out.Requests += r.Requests
+		out.Errors += r.Errors
+		out.Elapsed += r.Elapsed
+		out.CPU += r.CPU
+		out.SimCPU += r.SimCPU
+		out.PeakRSS = max(out.PeakRSS, r.PeakRSS)
+		if out.FirstError == "" {
+			out.FirstError = r.FirstError
+		}
+		all = append(all, samples[i]...)
+	}
+	slices.Sort(all)
+	out.P50, out.P95, out.P99 = percentile(all, 0.50), percentile(all, 0.95), percentile(all, 0.99)
+	return out
+}
+
+// percentile is the nearest-rank percentile of sorted durations.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// answerOnce serves q once and decodes the answer.
+func answerOnce(ctx context.Context, c contender, q *query) (gqlAnswer, error) {
+	var buf bytes.Buffer
+	if err := c.do(ctx, q, &buf); err != nil {
+		return gqlAnswer{}, err
+	}
+	var a gqlAnswer
+	if err := json.NewDecoder(&buf).Decode(&a); err != nil && !errors.Is(err, io.EOF) {
+		return a, fmt.Errorf("answer is not JSON: %w", err)
+	}
+	if len(a.Errors) > 0 {
+		return a, fmt.Errorf("errors: %s", a.Errors[0])
+	}
+	return a, nil
+}

@@ -1,0 +1,488 @@
+// Command bench measures the gateway side by side with a hand-written REST
+// client and GraphQL Mesh, all on the same simulator process, and writes
+// docs/benchmarks.md.
+//
+// Run it from the repository root:
+//
+//	(cd bench/mesh && npm ci)   # once: GraphQL Mesh and Hive Gateway
+//	go run ./bench              # the full run, a few minutes
+//	go run ./bench -smoke       # every configuration for about a second; CI
+//
+// It builds the gateway and cmd/costsim, starts them on loopback ports, seeds
+// the simulator to 50 budgets, composes and starts Mesh over
+// upstream/openapi.yaml, checks that all three give the same answers, counts
+// the upstream calls of each query, then runs every query at each
+// concurrency, one contender after the other. Each run is bounded in time
+// and everything it started is stopped at the end.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is what the flags select.
+type config struct {
+	out         string
+	jsonOut     string
+	render      string
+	smoke       bool
+	warmup      time.Duration
+	duration    time.Duration
+	concurrency []int
+	latencies   []time.Duration
+	queries     []string
+	mesh        bool
+	meshFork    int
+	allocs      bool
+	benchtime   string
+	baseline    string
+	rounds      int
+	args        []string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&c.out, "out", "docs/benchmarks.md", "report to write (smoke mode writes a temporary file instead)")
+	fs.StringVar(&c.jsonOut, "json", "", "also write every result as JSON to this `file` (default: -out with .json; none in smoke mode)")
+	fs.StringVar(&c.render, "render", "", "write the report from the JSON `file` of an earlier run, without running anything")
+	fs.BoolVar(&c.smoke, "smoke", false, "run every configuration for about a second, write the report to a temporary file, fail on any error")
+	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "least warm-up of each round, not counted")
+	fs.DurationVar(&c.duration, "duration", 4*time.Second, "measured length of each configuration, over all its rounds")
+	fs.IntVar(&c.rounds, "rounds", 2, "rounds of each configuration, the contenders in turn")
+	conc := fs.String("concurrency", "1,50,200", "concurrent clients of the throughput runs")
+	lats := fs.String("latencies", "0s,20ms", "upstream latencies; the first gets the throughput runs, each gets the critical-path runs")
+	qs := fs.String("queries", "", "comma-separated query names to run (default all)")
+	fs.BoolVar(&c.mesh, "mesh", true, "run GraphQL Mesh (needs `npm ci` in bench/mesh)")
+	fs.IntVar(&c.meshFork, "mesh-fork", runtime.NumCPU(), "Hive Gateway worker processes")
+	fs.StringVar(&c.baseline, "baseline", "", "also run the gateway built from this `directory` (another checkout, such as `git archive` of an older commit) as the contender \"baseline\"")
+	fs.BoolVar(&c.allocs, "allocs", true, "run the in-process allocation benchmarks (go test -bench)")
+	fs.StringVar(&c.benchtime, "benchtime", "2s", "-benchtime of the allocation benchmarks")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	c.args = args
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1000 {
+			return c, fmt.Errorf("-concurrency: %q is not a number of clients from 1 to 1000", s)
+		}
+		c.concurrency = append(c.concurrency, n)
+	}
+	for _, s := range strings.Split(*lats, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("-latencies: %q is not a duration", s)
+		}
+		c.latencies = append(c.latencies, d)
+	}
+	if *qs != "" {
+		for _, s := range strings.Split(*qs, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.ContainsFunc(queries, func(q query) bool { return q.Name == s }) {
+				return c, fmt.Errorf("-queries: unknown query %q", s)
+			}
+			c.queries = append(c.queries, s)
+		}
+	}
+	if c.smoke {
+		c.warmup, c.duration, c.benchtime, c.rounds = 200*time.Millisecond, 800*time.Millisecond, "1x", 1
+	} else if c.jsonOut == "" {
+		c.jsonOut = strings.TrimSuffix(c.out, filepath.Ext(c.out)) + ".json"
+	}
+	if c.duration <= 0 || c.warmup < 0 || c.duration > 10*time.Minute || c.rounds < 1 || c.rounds > 10 {
+		return c, errors.New("-duration must be positive and at most 10m, -warmup not negative, -rounds from 1 to 10")
+	}
+	return c, nil
+}
+
+// selected returns the queries to run.
+func (c config) selected() []*query {
+	var out []*query
+	for i := range queries {
+		if len(c.queries) == 0 || slices.Contains(c.queries, queries[i].Name) {
+			out = append(out, &queries[i])
+		}
+	}
+	return out
+}
+
+// report is everything a run measured.
+type report struct {
+	Started     time.Time           `json:"started"`
+	Finished    time.Time           `json:"finished"`
+	Command     string              `json:"command"`
+	Smoke       bool                `json:"smoke"`
+	Machine     machine             `json:"machine"`
+	Warmup      time.Duration       `json:"warmup"`
+	Rounds      int                 `json:"rounds"`
+	Duration    time.Duration       `json:"duration"`
+	Concurrency []int               `json:"concurrency"`
+	Latencies   []time.Duration     `json:"latencies"`
+	MeshFork    int                 `json:"mesh_fork"`
+	Contenders  []string            `json:"contenders"`
+	Baseline    string              `json:"baseline,omitempty"`
+	Queries     []string            `json:"queries"`
+	Calls       []callCount         `json:"calls"`
+	Records     map[string][]record `json:"records"`
+	Results     []result            `json:"results"`
+	Allocs      []allocResult       `json:"allocs"`
+}
+
+// callCount is the upstream calls one contender made for one query.
+type callCount struct {
+	Query     string         `json:"query"`
+	Contender string         `json:"contender"`
+	Calls     map[string]int `json:"calls"`
+}
+
+// record is how many records a contender's answer held.
+type record struct {
+	Contender string `json:"contender"`
+	Count     int    `json:"count"`
+}
+
+func run(ctx context.Context, cfg config) error {
+	if _, err := os.Stat("go.mod"); err != nil {
+		return errors.New("run it from the repository root: go run ./bench")
+	}
+	if cfg.render != "" {
+		b, err := os.ReadFile(cfg.render)
+		if err != nil {
+			return err
+		}
+		var rep report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return fmt.Errorf("%s: %w", cfg.render, err)
+		}
+		return os.WriteFile(cfg.out, []byte(renderReport(&rep)), 0o644)
+	}
+	dir, err := os.MkdirTemp("", "costgw-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rep := &report{
+		Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, Warmup: cfg.warmup, Rounds: cfg.rounds,
+		Duration: cfg.duration, Concurrency: cfg.concurrency, Latencies: cfg.latencies, MeshFork: cfg.meshFork,
+		Records: map[string][]record{}, Baseline: cfg.baseline,
+	}
+	for _, q := range cfg.selected() {
+		rep.Queries = append(rep.Queries, q.Name)
+	}
+
+	b := binaries{dir: dir, gateway: filepath.Join(dir, "costgw"), costsim: filepath.Join(dir, "costsim"),
+		meshDir: filepath.Join("bench", "mesh")}
+	builds := [][3]string{{b.gateway, ".", ""}, {b.costsim, "./cmd/costsim", ""}}
+	if cfg.baseline != "" {
+		b.baseline = filepath.Join(dir, "costgw-baseline")
+		builds = append(builds, [3]string{b.baseline, ".", cfg.baseline})
+	}
+	if cfg.mesh {
+		if _, err := os.Stat(filepath.Join(b.meshDir, "node_modules", ".bin", "hive-gateway")); err != nil {
+			return errors.New("GraphQL Mesh is not installed: run `npm ci` in bench/mesh, or pass -mesh=false")
+		}
+		if b.meshDir, err = filepath.Abs(b.meshDir); err != nil {
+			return err
+		}
+	}
+	logf("building the gateway and cmd/costsim")
+	for _, bin := range builds {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin[0], bin[1])
+		cmd.Dir = bin[2]
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go build %s in %q: %w", bin[1], bin[2], err)
+		}
+	}
+	rep.Machine = describeMachine(b)
+
+	var failures []string
+	for i, lat := range cfg.latencies {
+		logf("upstream latency %v: starting the simulator, the gateway%s", lat, map[bool]string{true: " and Mesh", false: ""}[cfg.mesh])
+		e, err := startEnv(ctx, b, lat, cfg.mesh, cfg.meshFork)
+		if err != nil {
+			return err
+		}
+		if len(rep.Contenders) == 0 {
+			for _, c := range e.contenders {
+				rep.Contenders = append(rep.Contenders, c.name())
+			}
+		}
+		failures = append(failures, runPhase(ctx, cfg, e, rep, i == 0)...)
+		e.stop()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+
+	if cfg.allocs {
+		logf("in-process allocation benchmarks (go test -bench BenchmarkQuery -benchmem ./bench)")
+		allocs, err := runAllocBenchmarks(ctx, cfg)
+		if err != nil {
+			failures = append(failures, "allocation benchmarks: "+err.Error())
+		}
+		rep.Allocs = allocs
+	}
+	rep.Finished = time.Now()
+
+	out := cfg.out
+	if cfg.smoke {
+		f, err := os.CreateTemp("", "costgw-benchmarks-smoke-*.md")
+		if err != nil {
+			return err
+		}
+		f.Close()
+		out = f.Name()
+	}
+	if err := os.WriteFile(out, []byte(renderReport(rep)), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", out)
+	if cfg.jsonOut != "" && !cfg.smoke {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(cfg.jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+// runPhase checks, counts and loads every query on one environment. The
+// first phase also counts calls and makes the throughput runs; later ones
+// only the critical-path runs at concurrency 1.
+func runPhase(ctx context.Context, cfg config, e *env, rep *report, first bool) (failures []string) {
+	fail := func(format string, a ...any) {
+		msg := fmt.Sprintf(format, a...)
+		logf("FAIL %s", msg)
+		failures = append(failures, msg)
+	}
+	qs := cfg.selected()
+	// Every contender must give an answer with the same number of records,
+	// and with no error, before anything is timed.
+	usable := map[string]bool{}
+	for _, q := range qs {
+		counts := map[string]int{}
+		for _, c := range e.contenders {
+			if !c.supports(q) {
+				continue
+			}
+			a, err := answerOnce(ctx, c, q)
+			if err != nil {
+				fail("%s on %s: %v", q.Name, c.name(), err)
+				continue
+			}
+			recs := q.Records
+			if c.name() == nameMesh {
+				recs = q.MeshRecords
+			}
+			n, err := recs(a.Data)
+			if err != nil || n == 0 {
+				fail("%s on %s: no records in the answer (%v)", q.Name, c.name(), err)
+				continue
+			}
+			counts[c.name()] = n
+			usable[q.Name+"/"+c.name()] = true
+		}
+		var recs []record
+		for _, c := range e.contenders {
+			if n, ok := counts[c.name()]; ok {
+				recs = append(recs, record{c.name(), n})
+				if n != counts[nameGateway] {
+					fail("%s: %s answered %d records, the gateway %d", q.Name, c.name(), n, counts[nameGateway])
+				}
+			}
+		}
+		if first {
+			rep.Records[q.Name] = recs
+		}
+	}
+	if first {
+		for _, q := range qs {
+			for _, c := range e.contenders {
+				if !usable[q.Name+"/"+c.name()] {
+					continue
+				}
+				calls, err := e.countCalls(ctx, c, q)
+				if err != nil {
+					fail("count the calls of %s on %s: %v", q.Name, c.name(), err)
+					continue
+				}
+				rep.Calls = append(rep.Calls, callCount{q.Name, c.name(), calls})
+				logf("%-16s %-8s %3d upstream calls (minimum %d)", q.Name, c.name(), total(calls), q.minCalls())
+			}
+		}
+	}
+
+	concs := cfg.concurrency
+	if !first {
+		concs = []int{1}
+	}
+	maxConc := slices.Max(cfg.concurrency)
+	for _, q := range qs {
+		for _, n := range concs {
+			// Each configuration runs in rounds, the contenders in turn and in
+			// reverse order every other round, so that a passing disturbance
+			// of the shared machine, or going first, weighs on no contender
+			// alone.
+			rounds := map[string][]result{}
+			samples := map[string][][]time.Duration{}
+			for round := range cfg.rounds {
+				order := slices.Clone(e.contenders)
+				if round%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, c := range order {
+					if !usable[q.Name+"/"+c.name()] {
+						continue
+					}
+					if ctx.Err() != nil {
+						return failures
+					}
+					r, lat := runLoad(ctx, c, loadSpec{q: q, concurrency: n, warmup: cfg.warmup,
+						duration: cfg.duration / time.Duration(cfg.rounds), latency: e.latency,
+						measureRSS: n == maxConc, simPid: e.sim.pid()})
+					e.truncateLog()
+					rounds[c.name()] = append(rounds[c.name()], r)
+					samples[c.name()] = append(samples[c.name()], lat)
+				}
+			}
+			for _, c := range e.contenders {
+				if len(rounds[c.name()]) == 0 {
+					continue
+				}
+				r := merge(rounds[c.name()], samples[c.name()])
+				rep.Results = append(rep.Results, r)
+				logf("%-16s %-8s latency %-5v c=%-3d %8.1f req/s %9.1f req/CPU-s  p50 %-9v p95 %-9v p99 %-9v errors %d",
+					q.Name, c.name(), e.latency, n, r.RPS(), r.PerCPU(), r.P50.Round(10*time.Microsecond),
+					r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Errors)
+				if r.Errors > 0 {
+					msg := fmt.Sprintf("%s on %s at c=%d, latency %v: %d errors, first: %s", q.Name, c.name(), n, e.latency, r.Errors, r.FirstError)
+					if cfg.smoke {
+						fail("%s", msg)
+					} else {
+						logf("WARN %s", msg)
+					}
+				}
+				if r.Requests == 0 {
+					// At concurrency 1 nothing may keep a request from ending in
+					// the window; at higher ones a short window may see none end.
+					if n == 1 || !cfg.smoke {
+						fail("%s on %s at c=%d: no request completed in the window", q.Name, c.name(), n)
+					}
+				}
+			}
+		}
+	}
+	return failures
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// allocResult is one line of the allocation benchmarks.
+type allocResult struct {
+	Name        string  `json:"name"`
+	NsPerOp     float64 `json:"ns_per_op"`
+	BytesPerOp  int64   `json:"bytes_per_op"`
+	AllocsPerOp int64   `json:"allocs_per_op"`
+}
+
+var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+(\d+) B/op\s+(\d+) allocs/op`)
+
+// runAllocBenchmarks runs the in-process benchmarks of the bench package.
+func runAllocBenchmarks(ctx context.Context, cfg config) ([]allocResult, error) {
+	pattern := "^BenchmarkQuery"
+	if len(cfg.queries) > 0 {
+		pattern += "(" + strings.Join(cfg.queries, "|") + ")$"
+	}
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", pattern, "-benchmem",
+		"-benchtime", cfg.benchtime, "./bench")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var out []allocResult
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(os.Stderr, line)
+		m := benchLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		ns, _ := strconv.ParseFloat(m[2], 64)
+		bytes, _ := strconv.ParseInt(m[3], 10, 64)
+		allocs, _ := strconv.ParseInt(m[4], 10, 64)
+		out = append(out, allocResult{m[1], ns, bytes, allocs})
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		return out, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no benchmark results")
+	}
+	return out, nil
+}
+
+// commandLine is the command that reproduces this run.
+func commandLine(args []string) string {
+	if len(args) == 0 {
+		return "go run ./bench"
+	}
+	return "go run ./bench " + strings.Join(args, " ")
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
