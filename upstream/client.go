@@ -206,7 +206,12 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 			return env.Data, env.Pagination, nil
 		}
 		var ue *Error
-		if !retryable || !errors.As(err, &ue) || !ue.Temporary() || attempt >= c.retry.MaxAttempts {
+		if errors.As(err, &ue) {
+			// Every failure of a write names its key, so the caller can
+			// send the same write again safely.
+			ue.IdempotencyKey = cl.idempotencyKey
+		}
+		if !retryable || ue == nil || !ue.Temporary() || attempt >= c.retry.MaxAttempts {
 			return nil, nil, err
 		}
 		wait := c.retry.backoff(attempt, ue.RetryAfter)
@@ -263,13 +268,11 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err),
-			IdempotencyKey: cl.idempotencyKey}
+		return &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := errorFromResponse(cl.op, resp)
-		e.IdempotencyKey = cl.idempotencyKey
 		e.redact(key)
 		return e
 	}
@@ -279,14 +282,14 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 		// The answer broke off (dropped connection, timeout, cancellation):
 		// no complete answer arrived, which is temporary, not malformed.
 		return &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
-			RequestID: resp.Header.Get("X-Request-Id"), Err: br.err, IdempotencyKey: cl.idempotencyKey}
+			RequestID: resp.Header.Get("X-Request-Id"), Err: br.err}
 	}
 	if err == nil && !env.hasData() {
 		err = errors.New("answer has no data member")
 	}
 	if err != nil {
 		return &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
-			RequestID: resp.Header.Get("X-Request-Id"), Err: err, IdempotencyKey: cl.idempotencyKey}
+			RequestID: resp.Header.Get("X-Request-Id"), Err: err}
 	}
 	// Drain what the decoder left so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))

@@ -157,7 +157,7 @@ func (c *Client) attempt(ctx context.Context, cl call, rawURL, key string, body 
 			defer func() { <-c.inflight }()
 		case <-ctx.Done():
 			return &Error{Op: cl.op, Code: codeNoResponse, Message: "gave up waiting for a free connection",
-				Err: ctx.Err(), IdempotencyKey: cl.idempotencyKey}
+				Err: ctx.Err()}
 		}
 	}
 	if c.breaker == nil {
@@ -168,7 +168,7 @@ func (c *Client) attempt(ctx context.Context, cl call, rawURL, key string, body 
 	})
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		return &Error{Op: cl.op, Code: codeCircuitOpen,
-			Message: "the upstream failed too often of late; calls are paused", IdempotencyKey: cl.idempotencyKey}
+			Message: "the upstream failed too often of late; calls are paused"}
 	}
 	return err
 }
