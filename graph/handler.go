@@ -7,8 +7,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -19,7 +19,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/generated"
 	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/graph/loaders"
@@ -45,6 +45,8 @@ type Options struct {
 	Limits *limits.Config
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Logger receives the panics of resolvers; nil discards them.
+	Logger *slog.Logger
 	// OnOperation, when not nil, is called with the name of each operation
 	// the endpoint runs (empty for an anonymous one), after it is parsed and
 	// validated and before it runs. The server names operations in its access
@@ -59,6 +61,7 @@ const DefaultMaxBodyBytes = 2_000_000
 // explicit transports (GET, POST, OPTIONS), not NewDefaultServer, so nothing
 // is on that was not chosen here.
 func NewHandler(o Options) http.Handler {
+	codes.RegisterRequestCodes()
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{
 		Resolvers: &resolvers.Resolver{Client: o.Client, Cursors: relay.NewCodec(o.CursorSecret)},
 	}))
@@ -82,46 +85,50 @@ func NewHandler(o Options) http.Handler {
 	}
 	if o.OnOperation != nil {
 		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-			name := ""
 			if oc := graphql.GetOperationContext(ctx); oc != nil {
-				name = oc.OperationName
-				if name == "" && oc.Operation != nil {
-					name = oc.Operation.Name
-				}
+				o.OnOperation(ctx, operationName(oc))
 			}
-			o.OnOperation(ctx, name)
 			return next(ctx)
 		})
 	}
-	srv.SetErrorPresenter(errs.Present)
-	srv.SetRecoverFunc(errs.Recover)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := presenter{log: log}
+	srv.SetErrorPresenter(p.present)
+	srv.SetRecoverFunc(p.recover)
 	maxBody := o.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
 	}
-	return limitBody(maxBody, WithAPIKey(loaders.Middleware(o.Client, o.Loaders, srv)))
+	return limitBody(maxBody, withCaller(loaders.Middleware(o.Client, o.Loaders, srv)))
 }
 
-// CodeRequestTooLarge is the extensions.code of a body over the limit.
-const CodeRequestTooLarge = "REQUEST_TOO_LARGE"
+// operationName is the name of the operation oc runs, "" when anonymous.
+func operationName(oc *graphql.OperationContext) string {
+	if oc.OperationName == "" && oc.Operation != nil {
+		return oc.Operation.Name
+	}
+	return oc.OperationName
+}
 
 // limitBody answers 413 to a body over max bytes, before anything reads it.
 func limitBody(max int64, next http.Handler) http.Handler {
-	tooLarge := func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusRequestEntityTooLarge)
-		fmt.Fprintf(w, `{"errors":[{"message":"the request body is larger than %d bytes","extensions":{"code":%q}}]}`, max, CodeRequestTooLarge)
+	tooLarge := func(w http.ResponseWriter, r *http.Request) {
+		codes.Write(w, r, http.StatusRequestEntityTooLarge,
+			codes.Errorf(codes.RequestTooLarge, "the request body is larger than %d bytes", max))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > max {
-			tooLarge(w)
+			tooLarge(w, r)
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				tooLarge(w)
+				tooLarge(w, r)
 				return
 			}
 			if err != nil {
@@ -134,21 +141,20 @@ func limitBody(max int64, next http.Handler) http.Handler {
 	})
 }
 
-// WithAPIKey takes the caller's bearer key from the Authorization header and
-// puts it in the request context, where the upstream client finds it. A
-// request without one still runs: introspection and __typename need no key,
-// and fields that need the upstream fail with UNAUTHENTICATED.
-//
-// It also hands the request id that the server's middleware set on the
-// response (X-Request-Id) to the error presenter.
-func WithAPIKey(next http.Handler) http.Handler {
+// withCaller puts what identifies the caller into the request context: the
+// bearer key of the Authorization header, where the upstream client finds
+// it, and the request id the server's middleware set on the response
+// (X-Request-Id), which the error presenter adds to the gateway's own
+// errors. A request without a key still runs: introspection and __typename
+// need none, and fields that need the upstream fail with UNAUTHENTICATED.
+func withCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if key, ok := bearer(r.Header.Get("Authorization")); ok {
 			ctx = upstream.WithAPIKey(ctx, key)
 		}
 		if id := w.Header().Get("X-Request-Id"); id != "" {
-			ctx = errs.WithRequestID(ctx, id)
+			ctx = context.WithValue(ctx, requestIDKey{}, id)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

@@ -9,37 +9,20 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/costgw/gateway/internal/testlog"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// syncBuffer is a log sink the test can read while run writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-seed", "3"}, logs) }()
 
@@ -84,7 +67,7 @@ func TestRun(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"method=GET", "path=/v1/budgets", "operation=listBudgets", "status=200", "duration="} {
+	for _, want := range []string{"method=GET", "path=/v1/budgets", "operation=listBudgets", "status=200", "duration_ms="} {
 		if !strings.Contains(line, want) {
 			t.Errorf("access log %q lacks %s", line, want)
 		}

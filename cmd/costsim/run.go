@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	cfgpkg "github.com/costgw/gateway/internal/config"
+	"github.com/costgw/gateway/internal/httpx"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -38,10 +38,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("-listen %q: %w", cfg.listen, err)
 	}
 	srv := &http.Server{
-		Handler:           accessLog(logger, s),
+		Handler: httpx.AccessLog(logger, httpx.AccessLogOptions{Attrs: func(r *http.Request) []slog.Attr {
+			return []slog.Attr{slog.String("operation", s.OperationID(r.Method, r.URL.EscapedPath()))}
+		}}, s),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -53,26 +55,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, k := range demoKeys() {
 		logger.Info("demo key", "key", k.key, "use", k.use)
 	}
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		// Requests still waiting out injected latency: cut them off.
-		_ = srv.Close()
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	// Requests still waiting out injected latency after the grace period
+	// are cut off.
+	return httpx.Serve(ctx, srv, ln, shutdownGrace, logger)
 }
 
 // demoKeys describes the simulator's API keys for the start-up log.
@@ -85,10 +70,9 @@ func demoKeys() []struct{ key, use string } {
 	}
 }
 
-// parseConfig reads the flags, each defaulting to its environment variable.
+// parseConfig reads the environment, then the flags, which win.
 func parseConfig(args []string, lookupEnv func(string) (string, bool), output io.Writer) (config, error) {
-	fs := flag.NewFlagSet("costsim", flag.ContinueOnError)
-	fs.SetOutput(output)
+	fs := cfgpkg.New("costsim", "COSTSIM", output)
 	var (
 		listen, asOf, faultOps string
 		seed                   uint64
@@ -109,30 +93,13 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 	fs.Float64Var(&f.DropAfter, "fault-drop-after", 0, "rate (0-1) of connections dropped after the operation ran (writes commit)")
 	fs.DurationVar(&f.RetryAfter, "retry-after", time.Second, "Retry-After sent with 429 and 503 (whole seconds, at least 1)")
 	fs.StringVar(&faultOps, "fault-ops", "", "comma-separated operation ids the faults apply to (default all)")
-	fs.VisitAll(func(fl *flag.Flag) { fl.Usage += " (env " + envName(fl.Name) + ")" })
-
-	// The environment sets the defaults; the command line overrides them.
-	var envErr error
-	fs.VisitAll(func(fl *flag.Flag) {
-		if v, ok := lookupEnv(envName(fl.Name)); ok && envErr == nil {
-			if err := fl.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("%s=%q: %w", envName(fl.Name), v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return config{}, envErr
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args, lookupEnv); err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 
 	day, err := time.Parse("2006-01-02", asOf)
 	if err != nil {
-		return config{}, fmt.Errorf("-as-of %q: want YYYY-MM-DD", asOf)
+		return config{}, fmt.Errorf("-as-of %q: want a date YYYY-MM-DD", asOf)
 	}
 	for _, d := range []struct {
 		name string
@@ -164,55 +131,3 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 	}
 	return config{listen: listen, opts: sim.Options{Seed: seed, AsOf: day, Latency: l, Faults: f}}, nil
 }
-
-// envName is the environment variable of a flag: COSTSIM_FAULT_500 for
-// -fault-500.
-func envName(flagName string) string {
-	return "COSTSIM_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// accessLog writes one line per request: method, path, operation, status and
-// duration. It never logs headers, so neither the Authorization header nor
-// the key can leak into logs, and it logs the path without the query string.
-func accessLog(logger *slog.Logger, s *sim.Server) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		s.ServeHTTP(rec, r)
-		attrs := []any{
-			"method", r.Method,
-			"path", r.URL.Path,
-			"operation", s.OperationID(r.Method, r.URL.EscapedPath()),
-			"status", rec.status,
-			"duration", time.Since(start),
-		}
-		if rec.status == 0 {
-			attrs = append(attrs, "note", "no response: connection dropped or caller gone")
-		}
-		logger.Info("request", attrs...)
-	})
-}
-
-// statusRecorder remembers the status written. Unwrap lets
-// http.ResponseController reach the connection, so injected drops can still
-// hijack it.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 
-	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -31,11 +31,11 @@ func MarshalDate(d upstream.Date) graphql.Marshaler {
 func UnmarshalDate(v any) (upstream.Date, error) {
 	s, ok := v.(string)
 	if !ok {
-		return upstream.Date{}, errs.Inputf("Date must be a YYYY-MM-DD string, got %s", kind(v))
+		return upstream.Date{}, codes.Errorf(codes.BadUserInput, "Date must be a YYYY-MM-DD string, got %s", kind(v))
 	}
 	d, err := upstream.ParseDate(s)
 	if err != nil {
-		return upstream.Date{}, errs.Inputf("Date %s", strings.TrimPrefix(err.Error(), "date "))
+		return upstream.Date{}, codes.Errorf(codes.BadUserInput, "Date %s", strings.TrimPrefix(err.Error(), "date "))
 	}
 	return d, nil
 }
@@ -52,7 +52,7 @@ func MarshalDateTime(t upstream.Timestamp) graphql.Marshaler {
 func UnmarshalDateTime(v any) (upstream.Timestamp, error) {
 	s, ok := v.(string)
 	if !ok {
-		return upstream.Timestamp{}, errs.Inputf("DateTime must be a string, got %s", kind(v))
+		return upstream.Timestamp{}, codes.Errorf(codes.BadUserInput, "DateTime must be a string, got %s", kind(v))
 	}
 	return ParseDateTime(s)
 }
@@ -60,13 +60,13 @@ func UnmarshalDateTime(v any) (upstream.Timestamp, error) {
 // ParseDateTime parses exactly 2006-01-02T15:04:05.000Z.
 func ParseDateTime(s string) (upstream.Timestamp, error) {
 	if len(s) != len(upstream.TimestampLayout) {
-		return upstream.Timestamp{}, errs.Inputf("DateTime %q is not of the form 2006-01-02T15:04:05.000Z", s)
+		return upstream.Timestamp{}, codes.Errorf(codes.BadUserInput, "DateTime %q is not of the form 2006-01-02T15:04:05.000Z", s)
 	}
 	t, err := time.Parse(upstream.TimestampLayout, s)
 	// time.Parse also takes a comma and a signed number as the fraction
 	// (",000", ".+00"); only the string it prints back is the contract's form.
 	if err != nil || t.Format(upstream.TimestampLayout) != s {
-		return upstream.Timestamp{}, errs.Inputf("DateTime %q is not a valid instant of the form 2006-01-02T15:04:05.000Z", s)
+		return upstream.Timestamp{}, codes.Errorf(codes.BadUserInput, "DateTime %q is not a valid instant of the form 2006-01-02T15:04:05.000Z", s)
 	}
 	return upstream.Timestamp{Time: t}, nil
 }
@@ -84,7 +84,7 @@ func MarshalJSONValue(v json.RawMessage) graphql.Marshaler {
 func UnmarshalJSONValue(v any) (json.RawMessage, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, errs.Inputf("JSON value cannot be encoded: %v", err)
+		return nil, codes.Errorf(codes.BadUserInput, "JSON value cannot be encoded: %v", err)
 	}
 	return b, nil
 }

@@ -2,7 +2,6 @@ package model
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 
-	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -24,12 +23,9 @@ func printed(m graphql.Marshaler) string {
 // as BAD_USER_INPUT.
 func wantBadInput(t *testing.T, in any, err error) {
 	t.Helper()
-	var ie *errs.Input
-	if !errors.As(err, &ie) {
-		t.Fatalf("%#v: error %v (%T) is not *errs.Input", in, err, err)
-	}
-	if code := errs.Present(context.Background(), err).Extensions["code"]; code != errs.BadUserInput {
-		t.Fatalf("%#v: presented as %v, want %s", in, code, errs.BadUserInput)
+	var ce *codes.Error
+	if !errors.As(err, &ce) || ce.Code != codes.BadUserInput {
+		t.Fatalf("%#v: error %v (%T) is not a %s error", in, err, err, codes.BadUserInput)
 	}
 }
 

@@ -3,7 +3,7 @@ package resolvers
 import (
 	"context"
 
-	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
@@ -47,7 +47,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 		n = *first
 	}
 	if n < 1 || n > MaxFirst {
-		return nil, errs.Inputf("first must be between 1 and %d, got %d", MaxFirst, n)
+		return nil, codes.Errorf(codes.BadUserInput, "first must be between 1 and %d, got %d", MaxFirst, n)
 	}
 	var at relay.Cursor
 	if after != nil {

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/relay"
@@ -124,7 +124,7 @@ func parseID(gid, want string) (relay.ID, error) {
 		return id, err
 	}
 	if id.Type != want {
-		return id, errs.Inputf("ID is a %s's, not a %s's", id.Type, want)
+		return id, codes.Errorf(codes.BadUserInput, "ID is a %s's, not a %s's", id.Type, want)
 	}
 	return id, nil
 }
@@ -154,7 +154,7 @@ func node(ctx context.Context, gid string) (model.Node, error) {
 				return &rows[i], nil
 			}
 		}
-		return nil, errs.ErrNotFound
+		return nil, codes.Errorf(codes.NotFound, "not found")
 	}
 	return nil, fmt.Errorf("%w: unknown type", relay.ErrInvalidID)
 }

@@ -8,7 +8,7 @@ package resolvers
 import (
 	"context"
 
-	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/generated"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
@@ -33,7 +33,7 @@ func (r *explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, que
 
 func (r *explorerResolver) DimensionValues(ctx context.Context, obj *model.Explorer, key string) (*upstream.DimensionValues, error) {
 	if key == "" {
-		return nil, errs.Inputf("key must not be empty")
+		return nil, codes.Errorf(codes.BadUserInput, "key must not be empty")
 	}
 	return explorer[upstream.DimensionValues](ctx, loaders.OpDimensionValues, nil, key)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/costgw/gateway/graph/errs"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/model"
 )
 
@@ -20,7 +20,7 @@ const MaxNodes = 100
 // is null in the list with its own error at its index.
 func (r *queryResolver) nodes(ctx context.Context, ids []string) ([]model.Node, error) {
 	if len(ids) > MaxNodes {
-		return nil, errs.Inputf("nodes takes at most %d ids, got %d", MaxNodes, len(ids))
+		return nil, codes.Errorf(codes.BadUserInput, "nodes takes at most %d ids, got %d", MaxNodes, len(ids))
 	}
 	out := make([]model.Node, len(ids))
 	errsAt := make([]error, len(ids))

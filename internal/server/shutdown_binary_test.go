@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package server
 
 import (
 	"bufio"
@@ -30,7 +30,7 @@ func buildBinary(t *testing.T) string {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "costgw")
-	cmd := exec.Command(goTool, "build", "-trimpath", "-o", bin, ".")
+	cmd := exec.Command(goTool, "build", "-trimpath", "-o", bin, "../..") // the module root: costgw
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -1,54 +1,20 @@
-package main
+package server
 
 import (
-	"bufio"
+	"github.com/costgw/gateway/internal/testlog"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/costgw/gateway/upstream/sim"
 )
-
-// syncBuffer is a log sink that run's goroutines write while a test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// jsonLines decodes the JSON log lines written so far.
-func (b *syncBuffer) jsonLines(t testing.TB) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 // envMap is a lookupEnv over a map, so tests need not touch the process's
 // environment and can run in parallel.
@@ -63,7 +29,7 @@ func envMap(m map[string]string) func(string) (string, bool) {
 type gateway struct {
 	url  string
 	addr string
-	logs *syncBuffer
+	logs *testlog.Buffer
 	stop func() error // cancels run's context (as SIGTERM does) and waits for run
 }
 
@@ -72,20 +38,20 @@ type gateway struct {
 func startGateway(t testing.TB, env map[string]string, args ...string) *gateway {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	args = append([]string{"-listen", "127.0.0.1:0"}, args...)
-	go func() { done <- run(ctx, args, envMap(env), io.Discard, logs, ready) }()
+	go func() { done <- Run(ctx, args, envMap(env), io.Discard, logs, ready) }()
 	var addr string
 	select {
 	case addr = <-ready:
 	case err := <-done:
 		cancel()
-		t.Fatalf("run(%q) ended before serving: %v\n%s", args, err, logs)
+		t.Fatalf("Run(%q) ended before serving: %v\n%s", args, err, logs)
 	case <-time.After(20 * time.Second):
 		cancel()
-		t.Fatalf("run(%q) did not start in 20s\n%s", args, logs)
+		t.Fatalf("Run(%q) did not start in 20s\n%s", args, logs)
 	}
 	var once sync.Once
 	var runErr error

@@ -1,0 +1,202 @@
+// Package codes is the one registry of the error codes the gateway puts in
+// extensions.code, each with what it means and whether sending the same
+// request again can help (as google.golang.org/grpc/codes does for gRPC),
+// and the one writer of error bodies for requests that fail before GraphQL
+// execution.
+//
+// docs/errors.md documents every code; a test keeps the two equal, and the
+// GraphQL tests fail on any response carrying a code that is not here.
+package codes
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// Code is the value of an error's extensions.code.
+type Code string
+
+// The codes. Each has its Info in the registry below.
+const (
+	Unauthenticated     Code = "UNAUTHENTICATED"
+	Forbidden           Code = "FORBIDDEN"
+	NotFound            Code = "NOT_FOUND"
+	BadUserInput        Code = "BAD_USER_INPUT"
+	Conflict            Code = "CONFLICT"
+	RateLimited         Code = "RATE_LIMITED"
+	UpstreamUnavailable Code = "UPSTREAM_UNAVAILABLE"
+	UpstreamBadResponse Code = "UPSTREAM_BAD_RESPONSE"
+	Internal            Code = "INTERNAL"
+
+	// gqlgen's own codes for documents that do not parse or validate.
+	ParseFailed      Code = errcode.ParseFailed
+	ValidationFailed Code = errcode.ValidationFailed
+
+	// Limits, checked before any upstream call.
+	MaxTokens       Code = "MAX_TOKENS_LIMIT"
+	MaxDepth        Code = "MAX_DEPTH_LIMIT"
+	MaxAliases      Code = "MAX_ALIASES_LIMIT"
+	MaxRootFields   Code = "MAX_ROOT_FIELDS_LIMIT"
+	CostTooHigh     Code = "COST_ESTIMATED_TOO_EXPENSIVE"
+	RequestTooLarge Code = "REQUEST_TOO_LARGE"
+)
+
+// Retry says whether the same request can succeed if sent again.
+type Retry int
+
+const (
+	// Never: the same request fails the same way; change it (or the key).
+	Never Retry = iota
+	// Later: the failure is passing; send the same request again after a
+	// pause (backing off). A write sent again with the same idempotencyKey
+	// applies at most once.
+	Later
+)
+
+func (r Retry) String() string {
+	if r == Later {
+		return "yes, after a pause"
+	}
+	return "no"
+}
+
+// Info describes a code.
+type Info struct {
+	// Meaning is what the code says, for docs/errors.md.
+	Meaning string
+	// Retry says whether sending the same request again can help.
+	Retry Retry
+	// Request marks codes that fail a whole request before execution (no
+	// data at all): the transports answer them with a 4xx status under
+	// application/graphql-response+json, as the GraphQL-over-HTTP spec asks.
+	Request bool
+}
+
+var registry = map[Code]Info{
+	Unauthenticated:     {Meaning: "No API key was sent, or the upstream does not know the key.", Retry: Never},
+	Forbidden:           {Meaning: "The key lacks a scope the operation needs, or the organization's plan has no API access.", Retry: Never},
+	NotFound:            {Meaning: "The object does not exist, or belongs to another organization (the two are not told apart).", Retry: Never},
+	BadUserInput:        {Meaning: "An argument is invalid: a malformed ID, cursor, date or value, or input the upstream refused.", Retry: Never},
+	Conflict:            {Meaning: "The idempotencyKey was used before with a different input.", Retry: Never},
+	RateLimited:         {Meaning: "The upstream is throttling this key.", Retry: Later},
+	UpstreamUnavailable: {Meaning: "The upstream failed, did not answer in time, or is paused by the circuit breaker; or the request ran out of time.", Retry: Later},
+	UpstreamBadResponse: {Meaning: "The upstream answered something the gateway cannot read exactly (a required member missing, a malformed body); the field is null rather than wrong.", Retry: Never},
+	Internal:            {Meaning: "A fault in the gateway; the requestId extension finds it in the gateway's log.", Retry: Never},
+	ParseFailed:         {Meaning: "The document is not GraphQL.", Retry: Never, Request: true},
+	ValidationFailed:    {Meaning: "The document does not fit the schema, names no operation that exists, or its variables do not fit.", Retry: Never, Request: true},
+	MaxTokens:           {Meaning: "The document has more lexical tokens than -max-tokens.", Retry: Never, Request: true},
+	MaxDepth:            {Meaning: "The operation nests fields deeper than -max-depth.", Retry: Never, Request: true},
+	MaxAliases:          {Meaning: "The operation has more aliased fields than -max-aliases.", Retry: Never, Request: true},
+	MaxRootFields:       {Meaning: "The operation has more root fields than -max-root-fields.", Retry: Never, Request: true},
+	CostTooHigh:         {Meaning: "The operation would make more upstream calls than -max-cost; extensions estimatedCost and maxCost say by how much.", Retry: Never, Request: true},
+	RequestTooLarge:     {Meaning: "The request body is larger than -max-body-bytes (HTTP 413).", Retry: Never, Request: true},
+}
+
+var registerOnce sync.Once
+
+// RegisterRequestCodes tells gqlgen's transports which codes fail a whole
+// request, so that they answer them with the status the GraphQL-over-HTTP
+// spec asks for. gqlgen keeps that table globally; the handler calls this.
+func RegisterRequestCodes() {
+	registerOnce.Do(func() {
+		for c, info := range registry {
+			if info.Request {
+				errcode.RegisterErrorType(string(c), errcode.KindProtocol)
+			}
+		}
+	})
+}
+
+// Info returns the description of c, and whether c is registered.
+func (c Code) Info() (Info, bool) {
+	i, ok := registry[c]
+	return i, ok
+}
+
+// All returns every registered code, sorted.
+func All() []Code {
+	out := make([]Code, 0, len(registry))
+	for c := range registry {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Error is an error the gateway finds itself, with its code and any extra
+// extensions. The error presenter shows its message as it is.
+type Error struct {
+	Code       Code
+	Message    string
+	Extensions map[string]any
+}
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// With returns e with one more extension.
+func (e *Error) With(key string, v any) *Error {
+	if e.Extensions == nil {
+		e.Extensions = map[string]any{}
+	}
+	e.Extensions[key] = v
+	return e
+}
+
+// GraphQL returns e as a GraphQL error with extensions.code set.
+func (e *Error) GraphQL() *gqlerror.Error {
+	ext := make(map[string]any, len(e.Extensions)+1)
+	for k, v := range e.Extensions {
+		ext[k] = v
+	}
+	ext["code"] = string(e.Code)
+	return &gqlerror.Error{Message: e.Message, Extensions: ext}
+}
+
+// Write answers a request that failed before GraphQL execution (body too
+// large, a panic) with the GraphQL error shape and status. The media type is
+// application/graphql-response+json when the client accepts it, and
+// application/json otherwise; the body never echoes the request.
+func Write(w http.ResponseWriter, r *http.Request, status int, errs ...*Error) {
+	list := make([]*gqlerror.Error, len(errs))
+	for i, e := range errs {
+		list[i] = e.GraphQL()
+	}
+	body, err := json.Marshal(struct {
+		Errors []*gqlerror.Error `json:"errors"`
+	}{list})
+	if err != nil {
+		body = []byte(`{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}]}`)
+		status = http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", MediaType(r))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// MediaType is the JSON media type to answer r with: the GraphQL response
+// type when its Accept header names it, application/json otherwise.
+func MediaType(r *http.Request) string {
+	if r != nil {
+		for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "application/graphql-response+json" {
+				return mt
+			}
+		}
+	}
+	return "application/json"
+}

@@ -1,0 +1,155 @@
+// Package config reads a command's settings from its flags and from
+// environment variables named after them, the way both commands of this
+// module do: PREFIX_ and the flag's name in capitals with underscores for
+// dashes (-log-level: COSTGW_LOG_LEVEL). The environment is read first and
+// the command line wins.
+//
+// Every error names the flag or variable, the value given and the form
+// expected, so a typo in a manifest is found from the first log line.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// FlagSet is a flag.FlagSet whose flags also read the environment.
+type FlagSet struct {
+	*flag.FlagSet
+	prefix  string
+	actions map[string]bool
+	wants   map[string]string
+}
+
+// New returns a FlagSet for the command name whose environment variables
+// start with prefix (such as "COSTGW"). Help and errors go to output.
+func New(name, prefix string, output io.Writer) *FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(output)
+	return &FlagSet{FlagSet: fs, prefix: prefix, actions: map[string]bool{}, wants: map[string]string{}}
+}
+
+// EnvName is the environment variable of the flag name.
+func (fs *FlagSet) EnvName(name string) string {
+	return fs.prefix + "_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Action marks flags that run once and exit instead of configuring the
+// command (-version): they have no environment variable, which would turn
+// every start into that action.
+func (fs *FlagSet) Action(names ...string) {
+	for _, n := range names {
+		fs.actions[n] = true
+	}
+}
+
+// IsAction reports whether the flag name was marked with Action.
+func (fs *FlagSet) IsAction(name string) bool { return fs.actions[name] }
+
+// Want records the form a flag's value must have, for its error messages
+// ("a duration such as 15s"). Flags of the basic kinds have one by default.
+func (fs *FlagSet) Want(name, form string) { fs.wants[name] = form }
+
+// Parse reads the environment (lookupEnv, usually os.LookupEnv), then args.
+// It names each flag's variable in its usage line, refuses arguments that
+// are not flags, and returns flag.ErrHelp for -h.
+func (fs *FlagSet) Parse(args []string, lookupEnv func(string) (string, bool)) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		f.Value = described{Value: f.Value, want: fs.want(f)}
+		if fs.actions[f.Name] {
+			return
+		}
+		f.Usage += " (env " + fs.EnvName(f.Name) + ")"
+		if v, ok := lookupEnv(fs.EnvName(f.Name)); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q (the variable of -%s): %w", fs.EnvName(f.Name), v, f.Name, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := fs.FlagSet.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s (every setting is a -flag)", strings.Join(fs.Args(), " "))
+	}
+	return nil
+}
+
+// want is the form the value of f must have.
+func (fs *FlagSet) want(f *flag.Flag) string {
+	if w, ok := fs.wants[f.Name]; ok {
+		return w
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case bool:
+		return "true or false"
+	case int, int64, uint, uint64:
+		return "a whole number"
+	case float64:
+		return "a number"
+	case time.Duration:
+		return "a duration such as 15s, 500ms or 2m"
+	}
+	return ""
+}
+
+// described is a flag value whose parse errors say what form is wanted
+// instead of the strconv error ("parse error").
+type described struct {
+	flag.Value
+	want string
+}
+
+func (d described) Set(s string) error {
+	err := d.Value.Set(s)
+	if err == nil || d.want == "" {
+		return err
+	}
+	return fmt.Errorf("want %s", d.want)
+}
+
+// Get keeps the flag.Getter of the wrapped value.
+func (d described) Get() any {
+	if g, ok := d.Value.(flag.Getter); ok {
+		return g.Get()
+	}
+	return d.String()
+}
+
+// IsBoolFlag keeps -flag without a value working for boolean flags.
+func (d described) IsBoolFlag() bool {
+	b, ok := d.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// Errors gathers the problems of a configuration, each naming its flag, so
+// that one run reports them all.
+type Errors []error
+
+// Addf records a problem with the flag name's value v: "-name v: what".
+func (e *Errors) Addf(name string, v any, format string, args ...any) {
+	*e = append(*e, fmt.Errorf("-%s %v: %s", name, quote(v), fmt.Sprintf(format, args...)))
+}
+
+// Err returns the problems joined, or nil.
+func (e Errors) Err() error { return errors.Join(e...) }
+
+// quote quotes strings, so that an empty or spaced value shows as such.
+func quote(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
+}

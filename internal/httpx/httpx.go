@@ -1,0 +1,247 @@
+// Package httpx holds the HTTP plumbing both commands of this module share:
+// the middleware (panic recovery, request ids, the access log, deadlines),
+// a response recorder, and serving with a graceful shutdown.
+package httpx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Recorder remembers the status and size of a response.
+type Recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+// NewRecorder wraps w.
+func NewRecorder(w http.ResponseWriter) *Recorder { return &Recorder{ResponseWriter: w} }
+
+// Status is the status written so far, 0 before the first write.
+func (w *Recorder) Status() int { return w.status }
+
+// Bytes is the size of the body written so far.
+func (w *Recorder) Bytes() int64 { return w.bytes }
+
+// WriteHeader records the first final status.
+func (w *Recorder) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *Recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush sends what is buffered, for handlers that stream.
+func (w *Recorder) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer (to
+// flush, set deadlines or hijack it).
+func (w *Recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Recover turns a panic in next into an error line with the stack and a 500
+// whose body answer writes (the command's own error shape); the response
+// never carries the stack. A panic after the response started aborts the
+// connection, so the client cannot take a truncated answer for a whole one.
+func Recover(log *slog.Logger, answer func(http.ResponseWriter, *http.Request), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := NewRecorder(w)
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			log.LogAttrs(r.Context(), slog.LevelError, "panic serving a request",
+				// Recover sits outside RequestID, whose id is on the response.
+				slog.String("request_id", w.Header().Get(RequestIDHeader)),
+				slog.String("path", r.URL.Path),
+				slog.String("panic", fmt.Sprint(p)),
+				slog.String("stack", string(debug.Stack())))
+			if rec.status != 0 {
+				panic(http.ErrAbortHandler)
+			}
+			h := w.Header()
+			for _, k := range []string{"Content-Length", "Content-Encoding", "ETag", "Cache-Control"} {
+				h.Del(k)
+			}
+			answer(w, r)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// RequestIDHeader carries the request id in both directions.
+const RequestIDHeader = "X-Request-Id"
+
+type requestIDKey struct{}
+
+// RequestIDFrom returns the id RequestID gave the request, or "".
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// RequestID gives every request an id, sent back as X-Request-Id and kept
+// in the context for logs and errors. An id a proxy in front already gave
+// is kept when it is short and plain.
+func RequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(RequestIDHeader)
+		if !PlainID(id) {
+			id = uuid.NewString()
+		}
+		w.Header().Set(RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+// PlainID reports whether id is 1 to 128 letters, digits, '-', '_', '.' or ':'.
+func PlainID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// AccessLogOptions shape the access log.
+type AccessLogOptions struct {
+	// Quiet lists paths logged at debug level (health probes), so that
+	// probes do not flood the log.
+	Quiet []string
+	// Attrs, when not nil, adds attributes to a request's line; it is called
+	// once the response is done, with the request as the middleware got it.
+	Attrs func(*http.Request) []slog.Attr
+}
+
+// AccessLog writes one line per request: its id, method, path, status,
+// duration and size, plus o.Attrs. It logs no header, query string or body,
+// so no key can reach the log. Server errors are logged at error level.
+// A request whose connection was dropped before any answer is logged with
+// status 0 and a note saying so.
+func AccessLog(log *slog.Logger, o AccessLogOptions, next http.Handler) http.Handler {
+	quiet := map[string]bool{}
+	for _, p := range o.Quiet {
+		quiet[p] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := NewRecorder(w)
+		line := func(status int) {
+			level := slog.LevelInfo
+			switch {
+			case status >= 500:
+				level = slog.LevelError
+			case quiet[r.URL.Path]:
+				level = slog.LevelDebug
+			}
+			if !log.Enabled(r.Context(), level) {
+				return
+			}
+			attrs := make([]slog.Attr, 0, 10)
+			if id := RequestIDFrom(r.Context()); id != "" {
+				attrs = append(attrs, slog.String("request_id", id))
+			}
+			attrs = append(attrs,
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", status),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.Int64("bytes", rec.bytes))
+			if status == 0 {
+				attrs = append(attrs, slog.String("note", "the handler wrote nothing: the connection was dropped, or an empty 200 went out"))
+			}
+			if o.Attrs != nil {
+				attrs = append(attrs, o.Attrs(r)...)
+			}
+			log.LogAttrs(r.Context(), level, "request", attrs...)
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				status := rec.status
+				if status == 0 {
+					status = http.StatusInternalServerError
+				}
+				line(status)
+				panic(p)
+			}
+		}()
+		next.ServeHTTP(rec, r)
+		line(rec.status)
+	})
+}
+
+// Deadline gives every request a deadline; work done under the request's
+// context (upstream calls above all) ends when it passes.
+func Deadline(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// WriteJSON answers v as JSON with the status, never cached.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Serve serves srv on ln until ctx ends, then stops accepting connections
+// at once and lets the requests in flight finish for up to grace; what is
+// still running then is cut off and reported.
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: no new connections; draining requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped: every request answered")
+	return nil
+}

@@ -1,0 +1,122 @@
+package httpx
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/costgw/gateway/internal/testlog"
+)
+
+const internalError = `{"errors":[{"message":"internal error"}]}`
+
+func answer(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusInternalServerError)
+	io.WriteString(w, internalError+"\n")
+}
+
+// get sends a GET with header pairs and returns the status, header and body.
+func get(t *testing.T, url string, header ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// TestRecoverPanics checks that a panic becomes a 500 JSON error without
+// the stack, logged with the request id, and that a panic after the answer
+// started aborts the connection.
+func TestRecoverPanics(t *testing.T) {
+	t.Parallel()
+	logs := &testlog.Buffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/early", func(http.ResponseWriter, *http.Request) { panic("boom: early") })
+	mux.HandleFunc("/late", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		panic("boom: late")
+	})
+	srv := httptest.NewServer(Recover(log, answer, RequestID(AccessLog(log, AccessLogOptions{}, mux))))
+	defer srv.Close()
+
+	status, h, body := get(t, srv.URL+"/early", "X-Request-Id", "req-42")
+	if status != http.StatusInternalServerError || h.Get("Content-Type") != "application/json" || body != internalError+"\n" {
+		t.Errorf("panic: %d %q %q", status, h.Get("Content-Type"), body)
+	}
+	if h.Get("X-Request-Id") != "req-42" {
+		t.Errorf("X-Request-Id = %q, want the caller's", h.Get("X-Request-Id"))
+	}
+	if strings.Contains(body, "goroutine") || strings.Contains(body, "boom") {
+		t.Errorf("the answer shows the panic: %q", body)
+	}
+
+	resp, err := http.Get(srv.URL + "/late")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Errorf("a panic after the answer started did not abort it")
+	}
+
+	var panics, access int
+	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		switch l["msg"] {
+		case "panic serving a request":
+			panics++
+			if l["path"] == "/early" && (l["request_id"] != "req-42" || !strings.Contains(fmt.Sprint(l["stack"]), "goroutine")) {
+				t.Errorf("panic line: %v", l)
+			}
+		case "request":
+			access++
+			if l["status"] != 500.0 && l["path"] == "/early" {
+				t.Errorf("access line of a panic: %v", l)
+			}
+		}
+	}
+	if panics != 2 || access != 2 {
+		t.Errorf("%d panic lines and %d access lines, want 2 and 2:\n%s", panics, access, logs)
+	}
+}
+
+func TestPlainID(t *testing.T) {
+	t.Parallel()
+	ids := []string{"a", "A-b_c.d:e", strings.Repeat("9", 128)}
+	bad := []string{"", "a b", "a/b", strings.Repeat("9", 129), "é"}
+	for _, id := range ids {
+		if !PlainID(id) {
+			t.Errorf("PlainID(%q) = false", id)
+		}
+	}
+	for _, id := range bad {
+		if PlainID(id) {
+			t.Errorf("PlainID(%q) = true", id)
+		}
+	}
+}

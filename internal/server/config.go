@@ -1,0 +1,208 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/graph/loaders"
+	"github.com/costgw/gateway/internal/config"
+	"github.com/costgw/gateway/upstream"
+)
+
+// Config is the gateway's configuration. Every field but the two actions at
+// the end has a flag and an environment variable, COSTGW_ and the flag's name
+// in capitals with underscores for dashes (-log-level: COSTGW_LOG_LEVEL); the
+// flag wins. `costgw -h` lists them, and so does the README.
+type Config struct {
+	// Listen is the address to serve on.
+	Listen string
+	// Upstream is the base URL of the Cost Management API, which may carry a
+	// path prefix. Empty runs the built-in simulator on a loopback port.
+	Upstream string
+	// CursorSecret signs connection cursors. Empty means a random secret per
+	// process; set it so cursors survive restarts and work across replicas.
+	CursorSecret string
+	// UpstreamTimeout bounds one attempt of one upstream call.
+	UpstreamTimeout time.Duration
+	// RequestTimeout bounds one request to the gateway, all its upstream calls
+	// and retries included: what has not finished by then fails with an error
+	// (UPSTREAM_UNAVAILABLE) instead of hanging.
+	RequestTimeout time.Duration
+	// CORSOrigins are the browser origins allowed to call the gateway from
+	// another origin: exact origins (https://app.example.com), patterns with
+	// one * (https://*.example.com), "localhost" for http and https on
+	// localhost, 127.0.0.1 and [::1] at any port, or "*" for any origin. Unset,
+	// it is "localhost" on the simulator and empty (no cross-origin caller)
+	// against a real upstream.
+	CORSOrigins []string
+	// Playground serves the GraphiQL playground at /.
+	Playground bool
+	// Introspection answers __schema and __type queries. The playground's
+	// documentation explorer and autocompletion need it.
+	Introspection bool
+	// LogLevel is the lowest level logged: debug, info, warn or error. Access
+	// lines of /healthz and /readyz are at debug, so probes do not flood the
+	// log.
+	LogLevel slog.Level
+	// LogFormat is json (one object per line) or text (key=value).
+	LogFormat string
+	// Limits bound every GraphQL operation before any upstream call (0 turns
+	// a limit off): tokens, depth, aliases, root fields, and the estimated
+	// number of upstream calls.
+	Limits limits.Config
+	// MaxBodyBytes bounds a request body (413 above).
+	MaxBodyBytes int64
+	// RequestFanout bounds the upstream calls one request has in flight.
+	RequestFanout int
+	// UpstreamInFlight bounds the upstream calls in flight across all
+	// requests (0: no bound).
+	UpstreamInFlight int
+
+	// Version makes the binary print its build information and exit.
+	Version bool
+	// HealthCheck makes the binary ask the gateway listening on Listen for
+	// /healthz and exit 0 if it answers 200, 1 otherwise: a container health
+	// check for an image that has no shell and no curl.
+	HealthCheck bool
+}
+
+// Defaults of the configuration that no other package owns.
+const (
+	DefaultListen         = ":8080"
+	DefaultRequestTimeout = 30 * time.Second
+	defaultLogFormat      = "json"
+	// corsLocalhost is the CORSOrigins entry for loopback origins.
+	corsLocalhost = "localhost"
+)
+
+// envPrefix starts the name of every environment variable of the gateway.
+const envPrefix = "COSTGW"
+
+// newFlagSet declares every flag of c with its default.
+func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
+	fs := config.New("costgw", envPrefix, output)
+	fs.StringVar(&c.Listen, "listen", DefaultListen, "address to serve on")
+	fs.StringVar(&c.Upstream, "upstream", "", "base `URL` of the Cost Management API; empty runs the built-in simulator")
+	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "`secret` that signs connection cursors; empty means random per process")
+	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", upstream.DefaultTimeout, "timeout of one upstream call attempt")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", DefaultRequestTimeout, "deadline of one request, all its upstream calls included")
+	fs.Var(cors, "cors-origins", "comma-separated `origins` allowed to call from a browser on another origin: exact, with one *, "+
+		"\"localhost\" (any port on localhost, 127.0.0.1, [::1]) or \"*\"; default localhost on the simulator, none against -upstream")
+	fs.BoolVar(&c.Playground, "playground", true, "serve the GraphiQL playground at /")
+	fs.BoolVar(&c.Introspection, "introspection", true, "answer introspection queries (the playground's docs need them)")
+	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
+	fs.Want("log-level", "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", defaultLogFormat, "log `format`: json or text")
+	def := limits.Defaults()
+	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", def.MaxTokens, "most lexical tokens of a query document (0: no limit)")
+	fs.IntVar(&c.Limits.MaxDepth, "max-depth", def.MaxDepth, "deepest field nesting of an operation (0: no limit)")
+	fs.IntVar(&c.Limits.MaxAliases, "max-aliases", def.MaxAliases, "most aliased fields of an operation (0: no limit)")
+	fs.IntVar(&c.Limits.MaxRootFields, "max-root-fields", def.MaxRootFields, "most root fields of an operation (0: no limit)")
+	fs.IntVar(&c.Limits.MaxCost, "max-cost", def.MaxCost, "most upstream calls an operation is estimated to make (0: no limit)")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
+	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
+	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
+	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
+	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -listen on loopback; exit 0 if it answers 200, else 1")
+	fs.Action("version", "healthcheck")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: costgw [flags]
+
+costgw serves a GraphQL API at /graphql and the GraphiQL playground at / in
+front of the Cost Management REST API. Without -upstream it runs on a built-in
+simulator of that API; send "Authorization: Bearer demo-key".
+Also served: /healthz (liveness), /readyz (the upstream answers), /version.
+
+Every flag but -version and -healthcheck can be set with the environment
+variable named after it; a flag wins over its variable.
+
+`)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// ParseConfig reads the environment (lookupEnv), then the flags, which win.
+// Help goes to output; -h returns flag.ErrHelp.
+func ParseConfig(args []string, lookupEnv func(string) (string, bool), output io.Writer) (Config, error) {
+	var c Config
+	var cors originList
+	if err := newFlagSet(&c, &cors, output).Parse(args, lookupEnv); err != nil {
+		return c, err
+	}
+	c.CORSOrigins = cors.origins
+	if !cors.set && c.Upstream == "" {
+		c.CORSOrigins = []string{corsLocalhost}
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	var errs config.Errors
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs.Addf("log-format", c.LogFormat, "want json or text")
+	}
+	if c.UpstreamTimeout <= 0 {
+		errs.Addf("upstream-timeout", c.UpstreamTimeout, "want a positive duration such as 15s")
+	}
+	if c.RequestTimeout <= 0 {
+		errs.Addf("request-timeout", c.RequestTimeout, "want a positive duration such as 30s")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max-tokens", c.Limits.MaxTokens}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
+		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight}} {
+		if f.v < 0 {
+			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")
+		}
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs.Addf("max-body-bytes", c.MaxBodyBytes, "want a positive number of bytes")
+	}
+	if c.RequestFanout <= 0 {
+		errs.Addf("request-fanout", c.RequestFanout, "want a positive whole number")
+	}
+	if c.Upstream != "" {
+		if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.Addf("upstream", c.Upstream, "want an absolute http(s) URL such as https://api.example.com")
+		}
+	}
+	for _, o := range c.CORSOrigins {
+		if err := checkOrigin(o); err != nil {
+			errs.Addf("cors-origins", strings.Join(c.CORSOrigins, ","), "%v", err)
+		}
+	}
+	return errs.Err()
+}
+
+// originList is the value of -cors-origins. It remembers whether it was set,
+// since its default depends on -upstream.
+type originList struct {
+	origins []string
+	set     bool
+}
+
+func (l *originList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.origins, ",")
+}
+
+func (l *originList) Set(s string) error {
+	l.set = true
+	l.origins = nil
+	for _, o := range strings.Split(s, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			l.origins = append(l.origins, o)
+		}
+	}
+	return nil
+}
