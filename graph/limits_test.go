@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -22,23 +22,23 @@ func TestLimitsRejectBeforeAnyUpstreamCall(t *testing.T) {
 		status      int
 		code        string
 	}{
-		{"tokens", "{ " + many(15001, "__typename ") + "}", 400, limits.CodeTokens},
-		{"depth", "{ budgets { nodes " + many(10, "{ plannings { budget ") + "{ name }" + many(21, " }") + " }", 400, limits.CodeDepth},
+		{"tokens", "{ " + many(15001, "__typename ") + "}", 400, string(codes.MaxTokens)},
+		{"depth", "{ budgets { nodes " + many(10, "{ plannings { budget ") + "{ name }" + many(21, " }") + " }", 400, string(codes.MaxDepth)},
 		{"aliases", "{ budgets { nodes { " + func() string {
 			var b strings.Builder
 			for i := range 31 {
 				b.WriteString("a" + many(i, "x") + ": name ")
 			}
 			return b.String()
-		}() + "} } }", 400, limits.CodeAliases},
+		}() + "} } }", 400, string(codes.MaxAliases)},
 		{"root fields", "{ " + func() string {
 			var b strings.Builder
 			for i := range 21 {
 				b.WriteString("r" + many(i, "x") + ": budgetLookbackPreview { periods { actual } } ")
 			}
 			return b.String()
-		}() + "}", 400, limits.CodeRootFields},
-		{"cost", "{ budgets(first: 500) { nodes { metrics { variance } actuals { total } } } }", 400, limits.CodeCost},
+		}() + "}", 400, string(codes.MaxRootFields)},
+		{"cost", "{ budgets(first: 500) { nodes { metrics { variance } actuals { total } } } }", 400, string(codes.CostTooHigh)},
 		{"body", `{"query":"{ __typename }","pad":"` + many(2_000_001, "x") + `"}`, 413, "REQUEST_TOO_LARGE"},
 	}
 	for _, tc := range tests {

@@ -45,7 +45,7 @@ func (r *budgetResolver) Actuals(ctx context.Context, obj *upstream.Budget) (*mo
 	if err != nil {
 		return nil, err
 	}
-	return actualsModel(a, has(selected(ctx, budgetActualsTypes), "byPlanning")), nil
+	return actualsModel(a, has(selected(ctx, "BudgetActuals"), "byPlanning")), nil
 }
 
 func (r *mutationResolver) CreateBudget(ctx context.Context, input model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {

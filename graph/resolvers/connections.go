@@ -4,22 +4,26 @@ import (
 	"context"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
 )
 
-// MaxFirst is the largest `first` a connection serves. Above the upstream's
-// page size (200) it is served by walking upstream pages, one call per page.
-const MaxFirst = 500
-
-// Connection names, bound into cursors so one connection's cursor is refused by another.
-const (
-	connBudgets         = "budgets"
-	connRecommendations = "recommendations"
-	connAnomalies       = "anomalies"
-	connNotifications   = "scheduledNotifications"
+// Connections: the name bound into their cursors, so one connection's
+// cursor is refused by another, and their GraphQL type.
+var (
+	connBudgets         = connection{"budgets", "BudgetConnection"}
+	connRecommendations = connection{"recommendations", "RecommendationConnection"}
+	connAnomalies       = connection{"anomalies", "AnomalyConnection"}
+	connNotifications   = connection{"scheduledNotifications", "ScheduledNotificationConnection"}
 )
+
+// connection names a connection field.
+type connection struct {
+	name string // the root field, bound into cursors
+	typ  string // the GraphQL type of the connection
+}
 
 // window is one page of a connection: the records, the cursor of each, and
 // the upstream total when the upstream gives one. A record's cursor is
@@ -28,7 +32,7 @@ type window[T any] struct {
 	items []T
 	at    []relay.Cursor
 	codec *relay.Codec
-	conn  string
+	conn  connection
 	info  model.PageInfo
 	total *int
 }
@@ -41,18 +45,18 @@ type fetchPage[T any] func(context.Context, *upstream.ListOptions) (*upstream.Pa
 // upstream page with one more record skipped, or, for a page's last record,
 // to the next upstream page. So every edge cursor is valid as after, and
 // resuming from a page's end costs no refetch.
-func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *int, after *string, fetch fetchPage[T]) (*window[T], error) {
-	n := 50
+func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first *int, after *string, fetch fetchPage[T]) (*window[T], error) {
+	n := cost.DefaultFirst
 	if first != nil {
 		n = *first
 	}
-	if n < 1 || n > MaxFirst {
-		return nil, codes.Errorf(codes.BadUserInput, "first must be between 1 and %d, got %d", MaxFirst, n)
+	if n < 1 || n > cost.MaxFirst {
+		return nil, codes.Errorf(codes.BadUserInput, "first must be between 1 and %d, got %d", cost.MaxFirst, n)
 	}
 	var at relay.Cursor
 	if after != nil {
 		var err error
-		if at, err = codec.Decode(conn, *after); err != nil {
+		if at, err = codec.Decode(conn.name, *after); err != nil {
 			return nil, err
 		}
 	}
@@ -60,7 +64,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 	upCursor, skip := at.Upstream, at.Skip
 	for {
 		want := n - len(w.items)
-		limit := min(skip+want, upstream.MaxPageSize)
+		limit := min(skip+want, cost.PageSize)
 		pg, err := fetch(ctx, &upstream.ListOptions{Limit: limit, Cursor: upCursor})
 		if err != nil {
 			return nil, err
@@ -88,7 +92,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 		upCursor, skip = *next, 0
 	}
 	if len(w.at) > 0 {
-		start, end := codec.Encode(conn, w.at[0]), codec.Encode(conn, w.at[len(w.at)-1])
+		start, end := codec.Encode(conn.name, w.at[0]), codec.Encode(conn.name, w.at[len(w.at)-1])
 		w.info.StartCursor, w.info.EndCursor = &start, &end
 	}
 	return w, nil
@@ -98,12 +102,12 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 // edge type, or none when the query does not ask for edges (ctx is that of
 // the connection field): each edge costs a signed cursor.
 func edges[T, E any](ctx context.Context, w *window[T], edge func(cursor string, node *T) E) []E {
-	if !has(selected(ctx, connectionTypes[w.conn]), "edges") {
+	if !has(selected(ctx, w.conn.typ), "edges") {
 		return nil
 	}
 	out := make([]E, len(w.items))
 	for i := range w.items {
-		out[i] = edge(w.codec.Encode(w.conn, w.at[i]), &w.items[i])
+		out[i] = edge(w.codec.Encode(w.conn.name, w.at[i]), &w.items[i])
 	}
 	return out
 }

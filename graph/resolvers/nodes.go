@@ -10,17 +10,15 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/graph/model"
 )
-
-// MaxNodes bounds the ids of one nodes query.
-const MaxNodes = 100
 
 // nodes resolves global IDs concurrently (through the loaders); a failing ID
 // is null in the list with its own error at its index.
 func (r *queryResolver) nodes(ctx context.Context, ids []string) ([]model.Node, error) {
-	if len(ids) > MaxNodes {
-		return nil, codes.Errorf(codes.BadUserInput, "nodes takes at most %d ids, got %d", MaxNodes, len(ids))
+	if len(ids) > cost.MaxNodes {
+		return nil, codes.Errorf(codes.BadUserInput, "nodes takes at most %d ids, got %d", cost.MaxNodes, len(ids))
 	}
 	out := make([]model.Node, len(ids))
 	errsAt := make([]error, len(ids))

@@ -1,0 +1,165 @@
+package cost_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/costgw/gateway/graph/cost"
+	"github.com/costgw/gateway/graph/generated"
+)
+
+var schema = generated.NewExecutableSchema(generated.Config{}).Schema()
+
+// Every field of the schema has a row in the table, and every row names a
+// field of the schema: a field added without saying what it costs fails
+// here.
+func TestEveryFieldHasARow(t *testing.T) {
+	t.Parallel()
+	rows := cost.Fields()
+	for _, def := range schema.Types {
+		if def.BuiltIn || strings.HasPrefix(def.Name, "__") || (def.Kind != ast.Object && def.Kind != ast.Interface) {
+			continue
+		}
+		for _, f := range def.Fields {
+			if strings.HasPrefix(f.Name, "__") {
+				continue
+			}
+			key := def.Name + "." + f.Name
+			if _, ok := rows[key]; !ok {
+				t.Errorf("%s has no row in the cost table (graph/cost/cost.go)", key)
+			}
+			delete(rows, key)
+		}
+	}
+	for key := range rows {
+		t.Errorf("the cost table has a row for %s, which the schema does not have", key)
+	}
+}
+
+// The rows are consistent with the schema: connections take first and
+// after, the fields that call the upstream on every resolution sit where
+// they resolve once per operation (a row under a list would be counted once
+// for all its elements), node and nodes return Node, and Satisfies knows
+// every interface an object implements.
+func TestRowsFitTheSchema(t *testing.T) {
+	t.Parallel()
+	for key, row := range cost.Fields() {
+		typ, name, _ := strings.Cut(key, ".")
+		f := schema.Types[typ].Fields.ForName(name)
+		if row.Connection && (f.Arguments.ForName("first") == nil || f.Arguments.ForName("after") == nil) {
+			t.Errorf("%s is a connection without first and after", key)
+		}
+		if (row.Calls > 0 || row.Connection) && !slices.Contains([]string{"Query", "Mutation", "Explorer"}, typ) {
+			t.Errorf("%s calls the upstream itself but is not on a root type or Explorer", key)
+		}
+		if row.Refetch && f.Type.Name() != "Node" {
+			t.Errorf("%s refetches but does not return Node", key)
+		}
+		if row.Op == "" && (row.Calls > 0 || row.Connection || row.Needs != 0) {
+			t.Errorf("%s costs calls but names no upstream operation", key)
+		}
+	}
+	for _, def := range schema.Types {
+		if def.Kind != ast.Object || len(def.Interfaces) == 0 {
+			continue
+		}
+		want := append([]string{def.Name}, def.Interfaces...)
+		if got := cost.Satisfies(def.Name); !slices.Equal(got, want) {
+			t.Errorf("Satisfies(%s) = %v, want %v", def.Name, got, want)
+		}
+	}
+	for typ := range cost.RefetchRead {
+		if !slices.Contains(schema.GetPossibleTypes(schema.Types["Node"]), schema.Types[typ]) {
+			t.Errorf("RefetchRead names %s, which does not implement Node", typ)
+		}
+	}
+	for _, def := range schema.GetPossibleTypes(schema.Types["Node"]) {
+		if _, ok := cost.RefetchRead[def.Name]; !ok {
+			t.Errorf("%s implements Node but RefetchRead does not say how node refetches it", def.Name)
+		}
+	}
+}
+
+// The schema's default of first is the one the estimate and the resolvers use.
+func TestDefaultFirstIsTheSchemas(t *testing.T) {
+	t.Parallel()
+	for key, row := range cost.Fields() {
+		if !row.Connection {
+			continue
+		}
+		typ, name, _ := strings.Cut(key, ".")
+		arg := schema.Types[typ].Fields.ForName(name).Arguments.ForName("first")
+		if arg.DefaultValue == nil || arg.DefaultValue.Raw != "50" || cost.DefaultFirst != 50 {
+			t.Errorf("%s: first defaults to %v in the schema, %d in package cost", key, arg.DefaultValue, cost.DefaultFirst)
+		}
+	}
+}
+
+func operation(t testing.TB, q string) *ast.OperationDefinition {
+	t.Helper()
+	doc, errs := gqlparser.LoadQuery(schema, q)
+	if len(errs) > 0 {
+		t.Fatalf("query does not validate: %v", errs)
+	}
+	return doc.Operations[0]
+}
+
+// The estimate is the number of upstream calls the resolvers make for the
+// queries whose calls the gateway tests count.
+func TestEstimate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		query string
+		vars  map[string]any
+		want  int
+	}{
+		{"names", `{ budgets { edges { node { name } } } }`, nil, 1},
+		{"overview of 50", `{ budgets(first: 50) { nodes { metrics { variance } actuals { total } plannings { actuals { period } } } } }`, nil, 101},
+		{"overview via variable", `query($n: Int) { budgets(first: $n) { edges { node { dimensions plannings { actuals { amount } } } } } }`, map[string]any{"n": 10}, 21},
+		{"rows' budget is the budget's read", `{ budgets(first: 5) { nodes { plannings { budget { metrics { variance } } } } } }`, nil, 6},
+		{"nodes and edges are the same budgets", `{ budgets(first: 5) { nodes { metrics { variance } } edges { node { metrics { variance } actuals { total } } } } }`, nil, 11},
+		{"walking pages", `{ recommendations(first: 500) { nodes { recommendationId } } }`, nil, 3},
+		{"resuming adds a page", `{ anomalies(first: 200, after: "x") { nodes { anomalyId } } }`, nil, 2},
+		{"budget by id", `{ budget(id: "x") { name actuals { total } } }`, nil, 2},
+		{"planning node", `{ node(id: "x") { ... on Planning { actuals { amount } } } }`, nil, 2},
+		{"budget node", `{ node(id: "x") { id ... on Budget { actuals { total } metrics { variance } } } }`, nil, 2},
+		{"nodes", `{ nodes(ids: ["a", "b", "c"]) { id } }`, nil, 3},
+		{"explorer", `{ explorer { __typename dimensionValues(key: "k") { values } summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: "c", granularity: "day"}) { servedFromCache } } }`, nil, 2},
+		{"mutation and its payload", `mutation { createBudget(input: {name: "n", startDate: "2026-01-01", numberOfPeriods: 1, explorerReportId: "r"}) { budget { metrics { variance } } } }`, nil, 2},
+		{"introspection is free", `{ __schema { types { name } } __typename }`, nil, 0},
+		{"fragments count", `{ budgets(first: 3) { ...B } } fragment B on BudgetConnection { nodes { ...M } } fragment M on Budget { metrics { variance } }`, nil, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := cost.Estimate(operation(t, tc.query), tc.vars).Calls; got != tc.want {
+				t.Fatalf("Estimate = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// Fragments that each spread the next one twice expand to 2^26 copies of
+// the last one's fields; the estimate visits each fragment once, so it
+// answers at once, and counts what the executor runs: a fragment spread
+// twice in one selection runs once.
+func TestEstimateIsLinearInFragments(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`{ budgets(first: 2) { nodes { ...F0 } } }`)
+	const n = 26
+	for i := range n {
+		fmt.Fprintf(&b, " fragment F%d on Budget { ...F%d ...F%d }", i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, " fragment F%d on Budget { metrics { variance } a: name }", n)
+	s := cost.Estimate(operation(t, b.String()), nil)
+	if want := (cost.Summary{Calls: 1 + 2, Depth: 4, Aliases: 1, RootFields: 1}); s != want {
+		t.Fatalf("Estimate = %+v, want %+v", s, want)
+	}
+}
