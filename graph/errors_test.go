@@ -52,10 +52,7 @@ func (e *env) checkedQuery(t *testing.T, key, query string, vars map[string]any)
 	if key != "" && strings.Contains(raw, key) {
 		t.Errorf("response contains the bearer key %q: %s", key, raw)
 	}
-	var r response
-	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
-		t.Fatalf("response is not JSON (%d): %s", rec.Code, raw)
-	}
+	r := decode(t, rec)
 	r.status = rec.Code
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
@@ -115,6 +116,25 @@ func (r response) code(t testing.TB) string {
 	return c
 }
 
+// decode reads a GraphQL response, failing the test if it is not JSON or
+// carries an extensions.code that package codes does not register (and so
+// docs/errors.md does not document).
+func decode(t testing.TB, rec *httptest.ResponseRecorder) response {
+	t.Helper()
+	var r response
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+		t.Fatalf("response is not JSON (%d): %.300s", rec.Code, rec.Body)
+	}
+	r.status = rec.Code
+	for _, e := range r.Errors {
+		c, _ := e.Extensions["code"].(string)
+		if _, ok := codes.Code(c).Info(); !ok {
+			t.Errorf("error %q has the unregistered code %q", e.Message, c)
+		}
+	}
+	return r
+}
+
 // query posts a GraphQL request through the real handler and middleware.
 func (e *env) query(t testing.TB, key, query string, vars map[string]any) response {
 	t.Helper()
@@ -126,11 +146,7 @@ func (e *env) query(t testing.TB, key, query string, vars map[string]any) respon
 	}
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, req)
-	var r response
-	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
-		t.Fatalf("response is not JSON (%d): %s", rec.Code, rec.Body)
-	}
-	r.status = rec.Code
+	r := decode(t, rec)
 	if strings.Contains(rec.Body.String(), key+"\"") && key != "" {
 		t.Fatalf("response contains the bearer key: %s", rec.Body)
 	}

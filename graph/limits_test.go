@@ -54,10 +54,7 @@ func TestLimitsRejectBeforeAnyUpstreamCall(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 			rec := httptest.NewRecorder()
 			e.h.ServeHTTP(rec, req)
-			var r response
-			if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
-				t.Fatalf("not JSON: %.200s", rec.Body)
-			}
+			r := decode(t, rec)
 			if rec.Code != tc.status || r.code(t) != tc.code {
 				t.Fatalf("status %d code %q, want %d %q: %+v", rec.Code, r.code(t), tc.status, tc.code, r.Errors)
 			}

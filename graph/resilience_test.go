@@ -223,10 +223,7 @@ func TestPanicIsInternalWithRequestID(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	var r response
-	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := decode(t, rec)
 	if r.code(t) != "INTERNAL" || r.Errors[0].Extensions["requestId"] != "gw-req-1" || strings.Contains(rec.Body.String(), "secret") {
 		t.Fatalf("response: %s", rec.Body)
 	}

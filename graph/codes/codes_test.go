@@ -1,0 +1,34 @@
+package codes_test
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/costgw/gateway/graph/codes"
+)
+
+// docs/errors.md documents every registered code, with the same meaning and
+// retry advice, and no code that is not registered.
+func TestEveryCodeIsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ Meaning, Retry string }
+	documented := map[codes.Code]row{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| (.*) \\| (.*) \\|$").FindAllSubmatch(doc, -1) {
+		documented[codes.Code(m[1])] = row{string(m[2]), string(m[3])}
+	}
+	registered := map[codes.Code]row{}
+	for _, c := range codes.All() {
+		info, _ := c.Info()
+		registered[c] = row{info.Meaning, info.Retry.String()}
+	}
+	if diff := cmp.Diff(registered, documented); diff != "" {
+		t.Errorf("docs/errors.md differs from the registry (-registry +docs):\n%s", diff)
+	}
+}
