@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/graph-gophers/dataloader/v7"
@@ -45,8 +46,12 @@ type Loaders struct {
 	Actuals *dataloader.Loader[string, *upstream.BudgetActuals]
 	// Planning loads a budget's planning grid (getBudgetPlanning).
 	Planning *dataloader.Loader[string, *upstream.BudgetPlanning]
-	// Explorer runs Explorer queries, each distinct query once.
-	Explorer *dataloader.Loader[ExplorerKey, any]
+	// The Explorer queries, each distinct query once.
+	Summary         *dataloader.Loader[ExplorerKey, *upstream.ExplorerSummary]
+	PreviousPeriod  *dataloader.Loader[ExplorerKey, *upstream.ExplorerPreviousPeriod]
+	History         *dataloader.Loader[ExplorerKey, *upstream.ExplorerHistory]
+	Heatmap         *dataloader.Loader[ExplorerKey, *upstream.ExplorerHeatmap]
+	DimensionValues *dataloader.Loader[string, *upstream.DimensionValues]
 }
 
 // New returns a fresh set of loaders over c.
@@ -57,10 +62,14 @@ func New(c *upstream.Client, o Options) *Loaders {
 	}
 	sem := make(chan struct{}, n)
 	return &Loaders{
-		Budget:   newLoader(sem, c.Budgets.Get),
-		Actuals:  newLoader(sem, c.Budgets.Actuals),
-		Planning: newLoader(sem, c.Budgets.Planning),
-		Explorer: newLoader(sem, explorerFetch(c)),
+		Budget:          newLoader(sem, c.Budgets.Get),
+		Actuals:         newLoader(sem, c.Budgets.Actuals),
+		Planning:        newLoader(sem, c.Budgets.Planning),
+		Summary:         newLoader(sem, explorerFetch(c.Explorer.Summary)),
+		PreviousPeriod:  newLoader(sem, explorerFetch(c.Explorer.PreviousPeriod)),
+		History:         newLoader(sem, explorerFetch(c.Explorer.History)),
+		Heatmap:         newLoader(sem, explorerFetch(c.Explorer.Heatmap)),
+		DimensionValues: newLoader(sem, c.Explorer.DimensionValues),
 	}
 }
 
@@ -140,42 +149,53 @@ func Middleware(c *upstream.Client, o Options, next http.Handler) http.Handler {
 	})
 }
 
-// ExplorerKey names one Explorer call: its operation id and its canonical
-// query (the JSON body, or the dimension key).
+// ExplorerKey is one Explorer query, in a comparable form a loader can key
+// on: the same query twice in a request is fetched once.
 type ExplorerKey struct {
-	Op  string
-	Key string
+	Start, End                     upstream.Date
+	GroupBy, CostType, Granularity string
+	// Filters is the filters' JSON array, as given: the contract does not
+	// say what a filter is, so two queries are the same only if their
+	// filters are written the same.
+	Filters string
 }
 
-// explorerFetch dispatches an Explorer key to its client method.
-func explorerFetch(c *upstream.Client) func(context.Context, ExplorerKey) (any, error) {
-	return func(ctx context.Context, k ExplorerKey) (any, error) {
-		if k.Op == OpDimensionValues {
-			return c.Explorer.DimensionValues(ctx, k.Key)
+// NewExplorerKey returns the key of q.
+func NewExplorerKey(q *upstream.ExplorerQuery) ExplorerKey {
+	k := ExplorerKey{Start: q.DateRange.Start, End: q.DateRange.End, GroupBy: q.GroupBy, CostType: q.CostType,
+		Granularity: q.Granularity, Filters: "[]"}
+	if len(q.Filters) > 0 {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i, f := range q.Filters {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(f)
 		}
-		var q upstream.ExplorerQuery
-		if err := json.Unmarshal([]byte(k.Key), &q); err != nil {
+		b.WriteByte(']')
+		k.Filters = b.String()
+	}
+	return k
+}
+
+// Query returns the upstream body of the key's query.
+func (k ExplorerKey) Query() (*upstream.ExplorerQuery, error) {
+	q := &upstream.ExplorerQuery{DateRange: upstream.DateRange{Start: k.Start, End: k.End},
+		GroupBy: k.GroupBy, CostType: k.CostType, Granularity: k.Granularity}
+	if err := json.Unmarshal([]byte(k.Filters), &q.Filters); err != nil {
+		return nil, fmt.Errorf("explorer filters: %w", err)
+	}
+	return q, nil
+}
+
+// explorerFetch adapts an Explorer method of the client to a loader's fetch.
+func explorerFetch[T any](call func(context.Context, *upstream.ExplorerQuery) (*T, error)) func(context.Context, ExplorerKey) (*T, error) {
+	return func(ctx context.Context, k ExplorerKey) (*T, error) {
+		q, err := k.Query()
+		if err != nil {
 			return nil, err
 		}
-		switch k.Op {
-		case OpSummary:
-			return c.Explorer.Summary(ctx, &q)
-		case OpPreviousPeriod:
-			return c.Explorer.PreviousPeriod(ctx, &q)
-		case OpHistory:
-			return c.Explorer.History(ctx, &q)
-		case OpHeatmap:
-			return c.Explorer.Heatmap(ctx, &q)
-		}
-		return nil, fmt.Errorf("unknown Explorer operation %q", k.Op)
+		return call(ctx, q)
 	}
 }
-
-// Explorer operation ids, as in the contract.
-const (
-	OpSummary         = "explorerSummary"
-	OpPreviousPeriod  = "explorerPreviousPeriod"
-	OpHistory         = "explorerHistory"
-	OpHeatmap         = "explorerHeatmap"
-	OpDimensionValues = "explorerDimensionValues"
-)

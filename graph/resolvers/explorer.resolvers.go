@@ -10,32 +10,51 @@ import (
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/generated"
-	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/upstream"
 )
 
 func (r *explorerResolver) Summary(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerSummary, error) {
-	return explorer[upstream.ExplorerSummary](ctx, loaders.OpSummary, explorerQuery(query), "")
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.Summary.Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerPreviousPeriod, error) {
-	return explorer[upstream.ExplorerPreviousPeriod](ctx, loaders.OpPreviousPeriod, explorerQuery(query), "")
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.PreviousPeriod.Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) History(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHistory, error) {
-	return explorer[upstream.ExplorerHistory](ctx, loaders.OpHistory, explorerQuery(query), "")
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.History.Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHeatmap, error) {
-	return explorer[upstream.ExplorerHeatmap](ctx, loaders.OpHeatmap, explorerQuery(query), "")
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.Heatmap.Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) DimensionValues(ctx context.Context, obj *model.Explorer, key string) (*upstream.DimensionValues, error) {
 	if key == "" {
 		return nil, codes.Errorf(codes.BadUserInput, "key must not be empty")
 	}
-	return explorer[upstream.DimensionValues](ctx, loaders.OpDimensionValues, nil, key)
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.DimensionValues.Load(ctx, key)()
 }
 
 func (r *explorerHistoryResolver) CostRows(ctx context.Context, obj *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {

@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/graph/model"
+	"github.com/costgw/gateway/graph/relay"
 )
 
 // nodes resolves global IDs concurrently (through the loaders); a failing ID
@@ -34,4 +36,46 @@ func (r *queryResolver) nodes(ctx context.Context, ids []string) ([]model.Node, 
 		}
 	}
 	return out, nil
+}
+
+// parseID decodes a global ID that must be of type want.
+func parseID(gid, want string) (relay.ID, error) {
+	id, err := relay.ParseID(gid)
+	if err != nil {
+		return id, err
+	}
+	if id.Type != want {
+		return id, codes.Errorf(codes.BadUserInput, "ID is a %s's, not a %s's", id.Type, want)
+	}
+	return id, nil
+}
+
+// node resolves a global ID to its object.
+func node(ctx context.Context, gid string) (model.Node, error) {
+	id, err := relay.ParseID(gid)
+	if err != nil {
+		return nil, err
+	}
+	switch id.Type {
+	case relay.TypeBudget:
+		prefetchBudget(ctx, id.BudgetID)
+		d, err := budgetDetail(ctx, id.BudgetID)
+		if err != nil {
+			return nil, err
+		}
+		return &d.Budget, nil
+	case relay.TypePlanning:
+		prefetchPlanning(ctx, id.BudgetID)
+		rows, err := planningGrid(ctx, id.BudgetID)
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			if rows[i].ID == id.PlanningID {
+				return &rows[i], nil
+			}
+		}
+		return nil, codes.Errorf(codes.NotFound, "not found")
+	}
+	return nil, fmt.Errorf("%w: unknown type", relay.ErrInvalidID)
 }

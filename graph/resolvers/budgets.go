@@ -2,20 +2,19 @@ package resolvers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
-	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
 )
+
+// Helpers of the budget resolvers: reads through the request's loaders, and
+// the shapes of actuals and targets.
 
 // loadersFor returns the request's loaders. Their absence is a wiring bug,
 // reported as INTERNAL rather than a panic.
@@ -115,124 +114,4 @@ func targetItems(m map[string]float64) []model.TargetItem {
 	}
 	slices.SortFunc(out, func(a, b model.TargetItem) int { return strings.Compare(a.DimensionValue, b.DimensionValue) })
 	return out
-}
-
-// parseID decodes a global ID that must be of type want.
-func parseID(gid, want string) (relay.ID, error) {
-	id, err := relay.ParseID(gid)
-	if err != nil {
-		return id, err
-	}
-	if id.Type != want {
-		return id, codes.Errorf(codes.BadUserInput, "ID is a %s's, not a %s's", id.Type, want)
-	}
-	return id, nil
-}
-
-// node resolves a global ID to its object.
-func node(ctx context.Context, gid string) (model.Node, error) {
-	id, err := relay.ParseID(gid)
-	if err != nil {
-		return nil, err
-	}
-	switch id.Type {
-	case relay.TypeBudget:
-		prefetchBudget(ctx, id.BudgetID)
-		d, err := budgetDetail(ctx, id.BudgetID)
-		if err != nil {
-			return nil, err
-		}
-		return &d.Budget, nil
-	case relay.TypePlanning:
-		prefetchPlanning(ctx, id.BudgetID)
-		rows, err := planningGrid(ctx, id.BudgetID)
-		if err != nil {
-			return nil, err
-		}
-		for i := range rows {
-			if rows[i].ID == id.PlanningID {
-				return &rows[i], nil
-			}
-		}
-		return nil, codes.Errorf(codes.NotFound, "not found")
-	}
-	return nil, fmt.Errorf("%w: unknown type", relay.ErrInvalidID)
-}
-
-// explorerQuery turns the GraphQL input into the upstream body.
-func explorerQuery(in model.ExplorerQueryInput) *upstream.ExplorerQuery {
-	q := &upstream.ExplorerQuery{
-		GroupBy:     in.GroupBy,
-		CostType:    in.CostType,
-		Granularity: in.Granularity,
-		Filters:     in.Filters,
-	}
-	if in.DateRange != nil {
-		q.DateRange = upstream.DateRange{Start: in.DateRange.Start, End: in.DateRange.End}
-	}
-	return q
-}
-
-// explorer runs an Explorer operation through the request's loader, so the
-// same operation with the same query is fetched once per request.
-func explorer[T any](ctx context.Context, op string, q *upstream.ExplorerQuery, key string) (*T, error) {
-	l, err := loadersFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k := loaders.ExplorerKey{Op: op, Key: key}
-	if q != nil {
-		b, err := json.Marshal(q)
-		if err != nil {
-			return nil, err
-		}
-		k.Key = string(b)
-	}
-	v, err := l.Explorer.Load(ctx, k)()
-	if err != nil {
-		return nil, err
-	}
-	t, ok := v.(*T)
-	if !ok {
-		return nil, fmt.Errorf("explorer loader returned %T for %s", v, op)
-	}
-	return t, nil
-}
-
-// historyRows types the cost rows of an Explorer history. Each row is
-// encoded again as raw JSON only when raw is asked for: it is the costliest
-// part and a chart rarely wants it.
-func historyRows(h *upstream.ExplorerHistory, withRaw bool) ([]model.HistoryCostRow, error) {
-	out := make([]model.HistoryCostRow, len(h.CostRows))
-	for i, row := range h.CostRows {
-		group, ok := row.String(h.GroupBy)
-		if !ok {
-			return nil, fmt.Errorf("%w: history row %d has no text column %q", upstream.ErrBadResponse, i, h.GroupBy)
-		}
-		date, err := row.Date(h.TimeColumn)
-		if err != nil {
-			return nil, fmt.Errorf("%w: history row %d: %v", upstream.ErrBadResponse, i, err)
-		}
-		cost, ok := row.Number("cost")
-		if !ok {
-			return nil, fmt.Errorf("%w: history row %d has no numeric cost", upstream.ErrBadResponse, i)
-		}
-		out[i] = model.HistoryCostRow{Group: group, Date: date, Cost: cost}
-		if withRaw {
-			raw, err := json.Marshal(row)
-			if err != nil {
-				return nil, err
-			}
-			out[i].Raw = raw
-		}
-	}
-	return out, nil
-}
-
-// extra encodes the extra members of an open object, or nil when it has none.
-func extra(m map[string]json.RawMessage) (json.RawMessage, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	return json.Marshal(m)
 }

@@ -1,0 +1,60 @@
+package resolvers
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/costgw/gateway/graph/loaders"
+	"github.com/costgw/gateway/graph/model"
+	"github.com/costgw/gateway/upstream"
+)
+
+// explorerQuery turns the GraphQL input into the upstream body.
+func explorerQuery(in model.ExplorerQueryInput) *upstream.ExplorerQuery {
+	q := &upstream.ExplorerQuery{
+		GroupBy:     in.GroupBy,
+		CostType:    in.CostType,
+		Granularity: in.Granularity,
+		Filters:     in.Filters,
+	}
+	if in.DateRange != nil {
+		q.DateRange = upstream.DateRange{Start: in.DateRange.Start, End: in.DateRange.End}
+	}
+	return q
+}
+
+// explorerKey is the loader key of an Explorer query: the same query twice
+// in a request is fetched once.
+func explorerKey(in model.ExplorerQueryInput) loaders.ExplorerKey {
+	return loaders.NewExplorerKey(explorerQuery(in))
+}
+
+// historyRows types the cost rows of an Explorer history. Each row is
+// encoded again as raw JSON only when raw is asked for: it is the costliest
+// part and a chart rarely wants it.
+func historyRows(h *upstream.ExplorerHistory, withRaw bool) ([]model.HistoryCostRow, error) {
+	out := make([]model.HistoryCostRow, len(h.CostRows))
+	for i, row := range h.CostRows {
+		group, ok := row.String(h.GroupBy)
+		if !ok {
+			return nil, fmt.Errorf("%w: history row %d has no text column %q", upstream.ErrBadResponse, i, h.GroupBy)
+		}
+		date, err := row.Date(h.TimeColumn)
+		if err != nil {
+			return nil, fmt.Errorf("%w: history row %d: %v", upstream.ErrBadResponse, i, err)
+		}
+		cost, ok := row.Number("cost")
+		if !ok {
+			return nil, fmt.Errorf("%w: history row %d has no numeric cost", upstream.ErrBadResponse, i)
+		}
+		out[i] = model.HistoryCostRow{Group: group, Date: date, Cost: cost}
+		if withRaw {
+			raw, err := json.Marshal(row)
+			if err != nil {
+				return nil, err
+			}
+			out[i].Raw = raw
+		}
+	}
+	return out, nil
+}
