@@ -4,6 +4,8 @@
 //
 //   1. relay-compiler compiles relay/ (zero errors).
 //   2. graphql-codegen's client preset compiles operations/ (zero errors).
+//   3. The generated types have no `any` where a field's type belongs, and
+//      codegen's output type-checks with tsc --strict.
 //
 // Run it with `make frontend-check` from the repository root, or
 // `npm run check` here after `npm ci`.
@@ -11,6 +13,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ALLOWED, findAny, typeCheck } from "./no-any.mjs";
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 process.chdir(here);
@@ -66,16 +69,52 @@ const stale = (dir) =>
   `\n  The operations in test/frontend/${dir}/ do not compile against the schema. If the schema change is\n` +
   `  intended, update them as test/frontend/README.md says ("When the schema changes").`;
 
-await step("relay-compiler: relay/*.ts → out/relay", () => {
+const relayOk = await step("relay-compiler: relay/*.ts → out/relay", () => {
   const ok = run("relay-compiler", ["relay.config.json"]);
   if (!ok) console.log(stale("relay"));
   return ok;
 });
 
-await step("graphql-codegen client preset: operations/*.graphql → out/codegen", () => {
+const codegenOk = await step("graphql-codegen client preset: operations/*.graphql → out/codegen", () => {
   const ok = run("graphql-codegen", ["--config", "codegen.ts"]);
   if (!ok) console.log(stale("operations"));
   return ok;
+});
+
+await step("generated types: no `any` for a field, and codegen's output compiles with tsc --strict", () => {
+  if (!relayOk && !codegenOk) {
+    console.log("  · both compilers failed: nothing generated to check");
+    return "skipped";
+  }
+  const files = [...(relayOk ? tsFiles(relayOut) : []), ...(codegenOk ? tsFiles(codegenOut) : [])];
+  if (!relayOk) console.log("  · relay-compiler failed: only codegen's output is checked");
+  if (!codegenOk) console.log("  · graphql-codegen failed: only Relay's artifacts are checked");
+  const { violations, allowed, parseErrors } = findAny(files);
+  for (const e of parseErrors) console.log(`  ✖ ${e}`);
+  console.log(`  ${files.length} generated files read`);
+  for (const [why, n] of Object.entries(allowed)) {
+    if (n > 0) console.log(`  · ${n} × any allowed as ${ALLOWED[why]}`);
+  }
+  if (violations.length > 0) {
+    console.log(`\n  ✖ ${violations.length} × any where a value's type belongs:`);
+    for (const v of violations) {
+      console.log(`      ${path.relative(process.cwd(), v.file)}:${v.line}  ${v.path}`);
+      console.log(`        ${v.text}`);
+    }
+    console.log(
+      `\n    A custom scalar without a mapping shows up as any: map it in codegen.ts (scalars) and in\n` +
+        `    relay.config.json (customScalarTypes). JSON maps to unknown; a field whose shape the contract\n` +
+        `    knows should have a GraphQL type rather than JSON.`,
+    );
+  }
+  let compiles = true;
+  if (codegenOk) {
+    const diagnostics = typeCheck(path.join(codegenOut, "index.ts"));
+    for (const d of diagnostics) console.log(`  ✖ tsc: ${d}`);
+    compiles = diagnostics.length === 0;
+    if (compiles) console.log("  codegen's output compiles with tsc --strict");
+  }
+  return violations.length === 0 && parseErrors.length === 0 && compiles;
 });
 
 const count = (status) => results.filter((r) => r.status === status).length;
