@@ -50,7 +50,8 @@ bench/mesh/node_modules/.package-lock.json: bench/mesh/package-lock.json bench/m
 
 # What a frontend sees of the schema (test/frontend/README.md): relay-compiler
 # and graphql-codegen compile the operations in test/frontend against the
-# golden schema, and the generated types have no `any` for a field.
+# golden schema, the generated types have no `any` for a field, and no
+# breaking change in the schema's git history is left unacknowledged.
 frontend-check: test/frontend/node_modules/.package-lock.json
 	cd test/frontend && npm run --silent check
 

@@ -6,6 +6,7 @@
 //   2. graphql-codegen's client preset compiles operations/ (zero errors).
 //   3. The generated types have no `any` where a field's type belongs, and
 //      codegen's output type-checks with tsc --strict.
+//   4. No unacknowledged breaking change in the schema's history.
 //
 // Run it with `make frontend-check` from the repository root, or
 // `npm run check` here after `npm ci`.
@@ -14,6 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ALLOWED, findAny, typeCheck } from "./no-any.mjs";
+import { checkBreakingChanges } from "./breaking.mjs";
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 process.chdir(here);
@@ -23,6 +25,7 @@ const relayConfig = JSON.parse(readFileSync("relay.config.json", "utf8"));
 const schemaFile = path.resolve(relayConfig.schema);
 const relayOut = path.resolve(relayConfig.artifactDirectory);
 const codegenOut = path.resolve("out/codegen");
+const acksFile = path.resolve("breaking-changes.txt");
 
 const results = [];
 async function step(name, fn) {
@@ -67,7 +70,8 @@ mkdirSync(relayOut, { recursive: true });
 
 const stale = (dir) =>
   `\n  The operations in test/frontend/${dir}/ do not compile against the schema. If the schema change is\n` +
-  `  intended, update them as test/frontend/README.md says ("When the schema changes").`;
+  `  intended, update them as test/frontend/README.md says ("When the schema changes"); the breaking-change\n` +
+  `  step below tells whether a client already in use would break too.`;
 
 const relayOk = await step("relay-compiler: relay/*.ts → out/relay", () => {
   const ok = run("relay-compiler", ["relay.config.json"]);
@@ -116,6 +120,10 @@ await step("generated types: no `any` for a field, and codegen's output compiles
   }
   return violations.length === 0 && parseErrors.length === 0 && compiles;
 });
+
+await step("breaking changes: graphql-inspector over every version of the schema in git", () =>
+  checkBreakingChanges({ schemaFile, acksFile }),
+);
 
 const count = (status) => results.filter((r) => r.status === status).length;
 console.log("\n== summary");
