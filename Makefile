@@ -14,7 +14,7 @@ PLAYGROUND_SOURCES := $(PLAYGROUND)/index.html $(PLAYGROUND)/vite.config.js $(PL
 # Flags for `make run`, such as ARGS="-listen :9090".
 ARGS ?=
 
-.PHONY: run test build playground fuzz bench bench-smoke
+.PHONY: run test build playground fuzz bench bench-smoke frontend-check
 
 # How long `make fuzz` runs each fuzz target: a duration, or a number of
 # inputs such as 200000x. CI uses a count: a time limit makes Go's fuzzer
@@ -47,6 +47,16 @@ bench-smoke: bench/mesh/node_modules/.package-lock.json
 
 bench/mesh/node_modules/.package-lock.json: bench/mesh/package-lock.json bench/mesh/package.json
 	cd bench/mesh && npm ci
+
+# What a frontend sees of the schema (test/frontend/README.md): relay-compiler
+# and graphql-codegen compile the operations in test/frontend against the
+# golden schema, the generated types have no `any` for a field, and no
+# breaking change in the schema's git history is left unacknowledged.
+frontend-check: test/frontend/node_modules/.package-lock.json
+	cd test/frontend && npm run --silent check
+
+test/frontend/node_modules/.package-lock.json: test/frontend/package-lock.json test/frontend/package.json
+	cd test/frontend && npm ci
 
 # Runs every fuzz target of the module for FUZZTIME each, starting from its
 # committed seed corpus (testdata/fuzz) and its f.Add seeds.

@@ -1,0 +1,35 @@
+// The recommendations list, paged with @connection like the budgets.
+import { graphql } from "react-relay";
+
+export const recommendationsQuery = graphql`
+  query RecommendationsQuery {
+    ...Recommendations_query
+  }
+`;
+
+export const recommendationsFragment = graphql`
+  fragment Recommendations_query on Query
+  @refetchable(queryName: "RecommendationsPaginationQuery")
+  @argumentDefinitions(
+    count: { type: "Int", defaultValue: 50 }
+    cursor: { type: "String" }
+  ) {
+    recommendations(first: $count, after: $cursor)
+      @connection(key: "Recommendations_recommendations") {
+      edges {
+        node {
+          recommendationId
+          recommendationName
+          estimatedMonthlySavings
+          implementationEffort
+          category
+          actionType
+          accountName
+          region
+          resourceId
+          extra
+        }
+      }
+    }
+  }
+`;
