@@ -5,7 +5,7 @@
 # the two equal.
 
 # 1. Node builds the playground.
-FROM node:20 AS playground
+FROM node:24 AS playground
 WORKDIR /src/web/playground
 COPY web/playground/package.json web/playground/package-lock.json ./
 RUN npm ci

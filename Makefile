@@ -1,7 +1,10 @@
 # The two commands of the README:
 #
 #   make run    build the playground if needed, then run the gateway
-#   make test   build the playground if needed, then vet and run every test
+#   make test   install the test tools' npm packages and build the playground
+#               if needed, then vet, run every Go test with -race (the
+#               GraphQL-over-HTTP audit and the browser test among them), and
+#               the frontend check
 #
 # `make build` makes the static binary the Dockerfile makes. The Dockerfile
 # runs the same commands as the recipes below; TestDockerfileRunsTheMakefile
@@ -25,9 +28,10 @@ FUZZTIME ?= 10s
 run: playground
 	go run . $(ARGS)
 
-test: playground
+test: playground test/graphql-http/node_modules/.package-lock.json test/frontend/node_modules/.package-lock.json
 	go vet ./...
 	go test -race -count=1 ./...
+	cd test/frontend && npm run --silent check
 
 build: playground
 	go mod download
@@ -47,6 +51,10 @@ bench-smoke: bench/mesh/node_modules/.package-lock.json
 
 bench/mesh/node_modules/.package-lock.json: bench/mesh/package-lock.json bench/mesh/package.json
 	cd bench/mesh && npm ci
+
+# The graphql-http package, whose server audit graph/httpspec_test.go runs.
+test/graphql-http/node_modules/.package-lock.json: test/graphql-http/package-lock.json test/graphql-http/package.json
+	cd test/graphql-http && npm ci
 
 # What a frontend sees of the schema (test/frontend/README.md): relay-compiler
 # and graphql-codegen compile the operations in test/frontend against the

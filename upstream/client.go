@@ -1,6 +1,6 @@
 // Package upstream is a typed client of the Cost Management REST API
-// (../shared/spec/cost-management-api.md): one Client, one service per area,
-// one method per operation of the contract.
+// (docs/upstream.md describes the part the gateway uses): one Client, one
+// service per area, one method per operation of the contract.
 //
 // The client holds no credentials. Every call takes the caller's bearer key
 // from its context (WithAPIKey), so one Client serves any number of callers

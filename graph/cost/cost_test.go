@@ -1,11 +1,15 @@
 package cost_test
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
@@ -162,4 +166,66 @@ func TestEstimateIsLinearInFragments(t *testing.T) {
 	if want := (cost.Summary{Calls: 1 + 2, Depth: 4, Aliases: 1, RootFields: 1}); s != want {
 		t.Fatalf("Estimate = %+v, want %+v", s, want)
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the generated part of docs/upstream.md")
+
+// docs/upstream.md lists what each GraphQL field calls, generated from the
+// table: the documentation cannot drift from what the limits and the
+// resolvers read.
+func TestUpstreamDocListsEveryCallingField(t *testing.T) {
+	t.Parallel()
+	const path = "../../docs/upstream.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- fields:begin -->\n", "<!-- fields:end -->"
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the %q … %q markers", path, begin, end)
+	}
+	want := append(append(append([]byte{}, doc[:i+len(begin)]...), fieldTable()...), doc[j:]...)
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if diff := cmp.Diff(string(want), string(doc)); diff != "" {
+		t.Errorf("%s is out of date (-generated +file); run go test ./graph/cost -update:\n%s", path, diff)
+	}
+}
+
+// fieldTable is the Markdown table of the fields that call the upstream.
+func fieldTable() []byte {
+	var rows []string
+	for key, f := range cost.Fields() {
+		var calls string
+		switch {
+		case f.Connection:
+			calls = fmt.Sprintf("ceil(first / %d) pages, one more after a cursor; each element counts its selection", cost.PageSize)
+		case f.Refetch && f.PerID:
+			calls = "per id, as `node`"
+		case f.Refetch:
+			calls = "the object's read (a Budget: `getBudget`; a Planning: `getBudgetPlanning` of its budget), plus its selection's per-budget reads"
+		case f.Calls > 0:
+			calls = fmt.Sprintf("%d per use", f.Calls)
+		case f.NewBudget && f.Needs != 0:
+			calls = "1, plus the budget's selection's per-budget reads"
+		case f.Uncounted:
+			calls = "per budget, only for a budget record that came without its planning rows"
+		case f.Needs != 0:
+			calls = "per budget, shared with every field that needs it"
+		default:
+			continue
+		}
+		op := "`" + f.Op + "`"
+		if f.Op == "" {
+			op = "—"
+		}
+		rows = append(rows, fmt.Sprintf("| `%s` | %s | %s |\n", key, op, calls))
+	}
+	slices.Sort(rows)
+	return []byte("| field | upstream operation | calls |\n|---|---|---|\n" + strings.Join(rows, ""))
 }

@@ -1,5 +1,5 @@
 // Package sim is a faithful, deterministic, in-process simulator of the Cost
-// Management REST API described in shared/spec/cost-management-api.md.
+// Management REST API that docs/upstream.md describes.
 //
 // A [Server] is an [http.Handler]: serve it with httptest.NewServer in tests or
 // mount it in-process. Everything it answers is derived from a seed and a data
