@@ -80,8 +80,14 @@ func TestDockerfileRunsTheMakefile(t *testing.T) {
 		t.Errorf("the Dockerfile has %d RUN instructions, want the npm and go steps", runs)
 	}
 
+	// The image builds with the Node.js major that .nvmrc names, which CI
+	// installs too.
+	nvmrc, err := os.ReadFile(".nvmrc")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{
-		"FROM node:20 AS playground",
+		"FROM node:" + strings.TrimSpace(string(nvmrc)) + " AS playground",
 		"FROM golang:1.26 AS build",
 		"FROM gcr.io/distroless/static-debian12:nonroot",
 		"USER nonroot",
@@ -101,5 +107,8 @@ func TestDockerfileRunsTheMakefile(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^` + want + `$`).Match(ci) {
 			t.Errorf(".ci/run does not run %q", want)
 		}
+	}
+	if want := "\nNODE_VERSION=" + strings.TrimSpace(string(nvmrc)) + "."; !strings.Contains(string(ci), want) {
+		t.Errorf(".ci/run does not install the Node.js major of .nvmrc (%q)", want[1:])
 	}
 }
