@@ -6,22 +6,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/costgw/gateway/internal/config"
 	"github.com/costgw/gateway/internal/server"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := server.Run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr, nil)
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "costgw:", err)
-		os.Exit(1)
-	}
+	config.Main("costgw", func(ctx context.Context, args []string) error {
+		return server.Run(ctx, args, os.LookupEnv, os.Stdout, os.Stderr, nil)
+	})
 }

@@ -11,22 +11,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	cfgpkg "github.com/costgw/gateway/internal/config"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "costsim:", err)
-		os.Exit(1)
-	}
+	cfgpkg.Main("costsim", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout) })
 }

@@ -10,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/costgw/gateway/graph/cost"
-	"github.com/costgw/gateway/graph/generated"
+	"github.com/costgw/gateway/graph/internal/schematest"
 )
 
-var schema = generated.NewExecutableSchema(generated.Config{}).Schema()
+var schema = schematest.Schema
 
 // Every field of the schema has a row in the table, and every row names a
 // field of the schema: a field added without saying what it costs fails
@@ -104,15 +103,6 @@ func TestDefaultFirstIsTheSchemas(t *testing.T) {
 	}
 }
 
-func operation(t testing.TB, q string) *ast.OperationDefinition {
-	t.Helper()
-	doc, errs := gqlparser.LoadQuery(schema, q)
-	if len(errs) > 0 {
-		t.Fatalf("query does not validate: %v", errs)
-	}
-	return doc.Operations[0]
-}
-
 // The estimate is the number of upstream calls the resolvers make for the
 // queries whose calls the gateway tests count.
 func TestEstimate(t *testing.T) {
@@ -142,7 +132,7 @@ func TestEstimate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := cost.Estimate(operation(t, tc.query), tc.vars).Calls; got != tc.want {
+			if got := cost.Estimate(schematest.Operation(t, tc.query), tc.vars).Calls; got != tc.want {
 				t.Fatalf("Estimate = %d, want %d", got, tc.want)
 			}
 		})
@@ -162,7 +152,7 @@ func TestEstimateIsLinearInFragments(t *testing.T) {
 		fmt.Fprintf(&b, " fragment F%d on Budget { ...F%d ...F%d }", i, i+1, i+1)
 	}
 	fmt.Fprintf(&b, " fragment F%d on Budget { metrics { variance } a: name }", n)
-	s := cost.Estimate(operation(t, b.String()), nil)
+	s := cost.Estimate(schematest.Operation(t, b.String()), nil)
 	if want := (cost.Summary{Calls: 1 + 2, Depth: 4, Aliases: 1, RootFields: 1}); s != want {
 		t.Fatalf("Estimate = %+v, want %+v", s, want)
 	}

@@ -5,24 +5,14 @@ import (
 	"testing"
 
 	"github.com/vektah/gqlparser/v2"
-	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/cost"
-	"github.com/costgw/gateway/graph/generated"
+	"github.com/costgw/gateway/graph/internal/schematest"
 	"github.com/costgw/gateway/graph/limits"
 )
 
-var schema = generated.NewExecutableSchema(generated.Config{}).Schema()
-
-func operation(t testing.TB, q string) *ast.OperationDefinition {
-	t.Helper()
-	doc, errs := gqlparser.LoadQuery(schema, q)
-	if len(errs) > 0 {
-		t.Fatalf("query does not validate: %v", errs)
-	}
-	return doc.Operations[0]
-}
+var schema = schematest.Schema
 
 func TestCheck(t *testing.T) {
 	t.Parallel()
@@ -53,7 +43,7 @@ func TestCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := limits.Check(operation(t, tc.query), nil, tc.cfg)
+			err := limits.Check(schematest.Operation(t, tc.query), nil, tc.cfg)
 			got := ""
 			if err != nil {
 				got, _ = err.Extensions["code"].(string)
@@ -67,7 +57,7 @@ func TestCheck(t *testing.T) {
 
 func TestCostErrorStatesEstimateAndBudget(t *testing.T) {
 	t.Parallel()
-	err := limits.Check(operation(t, `{ budgets(first: 500) { nodes { metrics { variance } } } }`), nil, limits.Config{MaxCost: 100})
+	err := limits.Check(schematest.Operation(t, `{ budgets(first: 500) { nodes { metrics { variance } } } }`), nil, limits.Config{MaxCost: 100})
 	if err == nil || err.Extensions["estimatedCost"] != 503 || err.Extensions["maxCost"] != 100 ||
 		!strings.Contains(err.Message, "503") || !strings.Contains(err.Message, "100") {
 		t.Fatalf("error = %+v", err)

@@ -9,11 +9,15 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -152,4 +156,17 @@ func quote(v any) string {
 		return fmt.Sprintf("%q", s)
 	}
 	return fmt.Sprint(v)
+}
+
+// Main runs a command: run gets a context that ends on SIGINT or SIGTERM,
+// and the command line's arguments. An error, other than the flag.ErrHelp
+// of -h, is printed as "name: error" and exits 1.
+func Main(name string, run func(ctx context.Context, args []string) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/costgw/gateway/internal/testhttp"
+
 	"github.com/costgw/gateway/internal/testlog"
 )
 
@@ -20,25 +22,6 @@ func answer(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusInternalServerError)
 	io.WriteString(w, internalError+"\n")
-}
-
-// get sends a GET with header pairs and returns the status, header and body.
-func get(t *testing.T, url string, header ...string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(body)
 }
 
 // TestRecoverPanics checks that a panic becomes a 500 JSON error without
@@ -59,7 +42,7 @@ func TestRecoverPanics(t *testing.T) {
 	srv := httptest.NewServer(Recover(log, answer, RequestID(AccessLog(log, AccessLogOptions{}, mux))))
 	defer srv.Close()
 
-	status, h, body := get(t, srv.URL+"/early", "X-Request-Id", "req-42")
+	status, h, body := testhttp.Get(t, srv.URL+"/early", "X-Request-Id", "req-42")
 	if status != http.StatusInternalServerError || h.Get("Content-Type") != "application/json" || body != internalError+"\n" {
 		t.Errorf("panic: %d %q %q", status, h.Get("Content-Type"), body)
 	}

@@ -113,26 +113,3 @@ func postGraphQL(t testing.TB, client *http.Client, baseURL, key, query string) 
 	}
 	return resp.StatusCode, out, nil
 }
-
-// get returns the status, headers and body of a GET with the headers given
-// as name, value pairs.
-func get(t testing.TB, url string, header ...string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
-}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/internal/testhttp"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/costgw/gateway/graph/limits"
@@ -224,7 +226,7 @@ func TestPlaygroundSwitch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			gw := startGateway(t, tt.env, tt.args...)
-			status, _, body := get(t, gw.url+"/")
+			status, _, body := testhttp.Get(t, gw.url+"/")
 			if !tt.wantOn {
 				if status != http.StatusNotFound {
 					t.Errorf("GET / = %d, want 404", status)
@@ -393,7 +395,7 @@ func TestCORS(t *testing.T) {
 					t.Errorf("preflight from %s allows credentials", c.origin)
 				}
 				// The request itself.
-				_, h, _ := get(t, gw.url+"/healthz", "Origin", c.origin)
+				_, h, _ := testhttp.Get(t, gw.url+"/healthz", "Origin", c.origin)
 				got = h.Get("Access-Control-Allow-Origin")
 				if allowed := got == c.origin; allowed != c.allow {
 					t.Errorf("GET from %s: Access-Control-Allow-Origin %q, want allowed=%v", c.origin, got, c.allow)
@@ -485,9 +487,9 @@ func TestLogs(t *testing.T) {
 		t.Helper()
 		postGraphQL(t, http.DefaultClient, gw.url, secret, `query Leak { budgets(first: 1) { nodes { name } } }`)
 		postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, `query Named { budgets(first: 2) { nodes { name metrics { variance } } } }`)
-		get(t, gw.url+"/graphql?query=%7B__typename%7D&key="+secret, "Authorization", "Bearer "+secret, "X-Api-Key", secret, "Cookie", "k="+secret)
-		get(t, gw.url+"/healthz", "Authorization", "Bearer "+secret)
-		get(t, gw.url+"/readyz")
+		testhttp.Get(t, gw.url+"/graphql?query=%7B__typename%7D&key="+secret, "Authorization", "Bearer "+secret, "X-Api-Key", secret, "Cookie", "k="+secret)
+		testhttp.Get(t, gw.url+"/healthz", "Authorization", "Bearer "+secret)
+		testhttp.Get(t, gw.url+"/readyz")
 	}
 	// The start-up line names the public demo key, as the README's run
 	// command promises; no other line holds it, and none holds a caller's key.
@@ -601,11 +603,11 @@ func TestHealth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			gw := startGateway(t, nil, tt.args...)
-			status, h, body := get(t, gw.url+"/healthz")
+			status, h, body := testhttp.Get(t, gw.url+"/healthz")
 			if status != http.StatusOK || !strings.Contains(body, `"ok"`) || h.Get("Content-Type") != "application/json" {
 				t.Errorf("/healthz = %d %q", status, body)
 			}
-			status, _, body = get(t, gw.url+"/readyz")
+			status, _, body = testhttp.Get(t, gw.url+"/readyz")
 			if status != tt.wantReady {
 				t.Errorf("/readyz = %d %q, want %d", status, body, tt.wantReady)
 			}
@@ -618,7 +620,7 @@ func TestHealth(t *testing.T) {
 	t.Run("version", func(t *testing.T) {
 		t.Parallel()
 		gw := startGateway(t, nil)
-		status, _, body := get(t, gw.url+"/version")
+		status, _, body := testhttp.Get(t, gw.url+"/version")
 		var v buildInfo
 		if err := json.Unmarshal([]byte(body), &v); err != nil || status != http.StatusOK {
 			t.Fatalf("/version = %d %q: %v", status, body, err)
@@ -688,12 +690,12 @@ func closedAddr(t *testing.T) string {
 func TestRequestID(t *testing.T) {
 	t.Parallel()
 	gw := startGateway(t, nil)
-	_, h, _ := get(t, gw.url+"/healthz", "X-Request-Id", "edge-1234.abc")
+	_, h, _ := testhttp.Get(t, gw.url+"/healthz", "X-Request-Id", "edge-1234.abc")
 	if got := h.Get("X-Request-Id"); got != "edge-1234.abc" {
 		t.Errorf("kept id = %q", got)
 	}
 	for _, bad := range []string{"", "has space", strings.Repeat("a", 129), "quote\"", "new\u2028line"} {
-		_, h, _ := get(t, gw.url+"/healthz", "X-Request-Id", bad)
+		_, h, _ := testhttp.Get(t, gw.url+"/healthz", "X-Request-Id", bad)
 		if got := h.Get("X-Request-Id"); got == bad || len(got) != 36 {
 			t.Errorf("for %q the id is %q, want a fresh UUID", bad, got)
 		}
@@ -709,7 +711,7 @@ func TestRoutes(t *testing.T) {
 		"/assets/nope.js": http.StatusNotFound,
 		"/healthz":        http.StatusOK,
 	} {
-		if status, _, _ := get(t, gw.url+path); status != want {
+		if status, _, _ := testhttp.Get(t, gw.url+path); status != want {
 			t.Errorf("GET %s = %d, want %d", path, status, want)
 		}
 	}

@@ -1,0 +1,92 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func newSet() (*FlagSet, *int, *time.Duration, *bool) {
+	fs := New("cmd", "CMD", io.Discard)
+	n := fs.Int("max-things", 3, "most things")
+	d := fs.Duration("wait", time.Second, "how long")
+	v := fs.Bool("version", false, "print the version")
+	fs.Action("version")
+	return fs, n, d, v
+}
+
+// Errors name the flag or variable, the value and the form wanted.
+func TestErrorsSayWhatIsWanted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{"flag", []string{"-max-things", "many"}, nil, []string{"-max-things", `"many"`, "want a whole number"}},
+		{"duration flag", []string{"-wait", "soon"}, nil, []string{"-wait", `"soon"`, "a duration such as 15s"}},
+		{"variable", nil, map[string]string{"CMD_MAX_THINGS": "x"}, []string{`CMD_MAX_THINGS="x"`, "-max-things", "want a whole number"}},
+		{"argument", []string{"serve"}, nil, []string{"unexpected arguments: serve"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fs, _, _, _ := newSet()
+			err := fs.Parse(tc.args, env(tc.env))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// The environment sets a flag, the command line wins, and an action flag
+// has no variable.
+func TestEnvironmentThenFlags(t *testing.T) {
+	t.Parallel()
+	fs, n, d, v := newSet()
+	err := fs.Parse([]string{"-wait", "2s"}, env(map[string]string{"CMD_MAX_THINGS": "7", "CMD_WAIT": "5s", "CMD_VERSION": "true"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *n != 7 || *d != 2*time.Second || *v {
+		t.Errorf("max-things %d, wait %v, version %v", *n, *d, *v)
+	}
+	if u := fs.Lookup("max-things").Usage; !strings.Contains(u, "(env CMD_MAX_THINGS)") {
+		t.Errorf("usage %q does not name the variable", u)
+	}
+	if u := fs.Lookup("version").Usage; strings.Contains(u, "env") {
+		t.Errorf("the action's usage %q names a variable", u)
+	}
+	if err := fs.Parse([]string{"-h"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestErrorsGatherEveryProblem(t *testing.T) {
+	t.Parallel()
+	var errs Errors
+	errs.Addf("log-format", "xml", "want json or text")
+	errs.Addf("max-depth", -1, "want 0 (no limit) or a positive whole number")
+	got := errs.Err().Error()
+	for _, w := range []string{`-log-format "xml": want json or text`, "-max-depth -1: want 0"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("%q lacks %q", got, w)
+		}
+	}
+	if (Errors{}).Err() != nil {
+		t.Error("no problems, but an error")
+	}
+}
