@@ -6,21 +6,23 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// Errors of credentials: no key, an unknown one, a key without the scope, an organization without the API.
+// Errors of credentials: no key (refused before execution: without a key
+// only introspection runs), an unknown one, a key without the scope, an
+// organization without the API.
 var authCases = []errorCase{
 	{
 		name: "no key", query: qBudgets,
-		code: "UNAUTHENTICATED", path: []any{"budgets"}, data: `{"budgets":null}`, noCall: true,
+		code: "UNAUTHENTICATED", status: 401, noCall: true,
 	},
 	{
 		name: "no key on a mutation", query: qCreate,
 		vars: func(f fixture) map[string]any { return createInput(f.reportID, nil) },
-		code: "UNAUTHENTICATED", path: []any{"createBudget"}, data: `{"createBudget":null}`, noCall: true,
+		code: "UNAUTHENTICATED", status: 401, noCall: true,
 	},
 	{
 		name: "no key on node", query: qNode,
 		vars: func(f fixture) map[string]any { return map[string]any{"id": f.budgetGID} },
-		code: "UNAUTHENTICATED", path: []any{"node"}, data: `{"node":null}`, noCall: true,
+		code: "UNAUTHENTICATED", status: 401, noCall: true,
 	},
 	{
 		name: "unknown key", key: "not-a-demo-key-7f3a", query: qBudgets,

@@ -4,10 +4,7 @@
 package graph
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,9 +12,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/generated"
@@ -65,10 +59,13 @@ func NewHandler(o Options) http.Handler {
 	srv := handler.New(generated.NewExecutableSchema(generated.Config{
 		Resolvers: &resolvers.Resolver{Client: o.Client, Cursors: relay.NewCodec(o.CursorSecret)},
 	}))
-	srv.AddTransport(transport.Options{})
-	srv.AddTransport(overHTTP{transport.GET{}})
-	srv.AddTransport(overHTTP{transport.POST{}})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	maxBody := o.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	srv.AddTransport(httpTransport{maxBody: maxBody})
+	docs := newDocCache(docCacheBytes)
+	srv.SetQueryCache(docs)
 	if o.Introspection {
 		srv.Use(extension.Introspection{})
 	}
@@ -78,8 +75,10 @@ func NewHandler(o Options) http.Handler {
 	if o.Limits != nil {
 		lim = *o.Limits
 	}
-	srv.Use(limits.Extension{Config: lim})
-	// Defence in depth: the extension counts tokens first, the parser stops too.
+	// The limits extension parses and validates every document not in the
+	// cache itself, measuring it first; the parser's own token limit is a
+	// second guard for a document gqlgen parses again.
+	srv.Use(&limits.Extension{Config: lim, Documents: docs, DisableSuggestion: !o.Introspection})
 	if lim.MaxTokens > 0 {
 		srv.SetParserTokenLimit(lim.MaxTokens + 1)
 	}
@@ -98,11 +97,11 @@ func NewHandler(o Options) http.Handler {
 	p := presenter{log: log}
 	srv.SetErrorPresenter(p.present)
 	srv.SetRecoverFunc(p.recover)
-	maxBody := o.MaxBodyBytes
-	if maxBody <= 0 {
-		maxBody = DefaultMaxBodyBytes
+	lo := o.Loaders
+	if lo.Logger == nil {
+		lo.Logger = log
 	}
-	return limitBody(maxBody, withCaller(loaders.Middleware(o.Client, o.Loaders, srv)))
+	return guardDeadline(log, withCaller(loaders.Middleware(o.Client, lo, srv)))
 }
 
 // operationName is the name of the operation oc runs, "" when anonymous.
@@ -111,34 +110,6 @@ func operationName(oc *graphql.OperationContext) string {
 		return oc.Operation.Name
 	}
 	return oc.OperationName
-}
-
-// limitBody answers 413 to a body over max bytes, before anything reads it.
-func limitBody(max int64, next http.Handler) http.Handler {
-	tooLarge := func(w http.ResponseWriter, r *http.Request) {
-		codes.Write(w, r, http.StatusRequestEntityTooLarge,
-			codes.Errorf(codes.RequestTooLarge, "the request body is larger than %d bytes", max))
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > max {
-			tooLarge(w, r)
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				tooLarge(w, r)
-				return
-			}
-			if err != nil {
-				http.Error(w, "could not read the request body", http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // withCaller puts what identifies the caller into the request context: the

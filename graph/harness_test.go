@@ -3,6 +3,7 @@ package graph_test
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
@@ -69,6 +71,14 @@ func withRetry(p upstream.RetryPolicy) envOption {
 	return func(c *envConfig) { c.client = append(c.client, upstream.WithRetry(p)) }
 }
 
+func withLimits(l limits.Config) envOption {
+	return func(c *envConfig) { c.graph.Limits = &l }
+}
+
+func withLogger(l *slog.Logger) envOption {
+	return func(c *envConfig) { c.graph.Logger = l }
+}
+
 func withLoaders(o loaders.Options) envOption {
 	return func(c *envConfig) { c.graph.Loaders = o }
 }
@@ -102,6 +112,7 @@ type gqlError struct {
 
 type response struct {
 	status int
+	raw    []byte          // the body as it came
 	Data   json.RawMessage `json:"data"`
 	Errors []gqlError      `json:"errors"`
 }
@@ -125,7 +136,7 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder) response {
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
 		t.Fatalf("response is not JSON (%d): %.300s", rec.Code, rec.Body)
 	}
-	r.status = rec.Code
+	r.status, r.raw = rec.Code, rec.Body.Bytes()
 	for _, e := range r.Errors {
 		c, _ := e.Extensions["code"].(string)
 		if _, ok := codes.Code(c).Info(); !ok {

@@ -1,8 +1,11 @@
 package codes_test
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,13 +13,28 @@ import (
 	"github.com/costgw/gateway/graph/codes"
 )
 
+var update = flag.Bool("update", false, "rewrite the table of docs/errors.md from the registry")
+
 // docs/errors.md documents every registered code, with the same meaning and
 // retry advice, and no code that is not registered.
 func TestEveryCodeIsDocumented(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../../docs/errors.md")
+	const path = "../../docs/errors.md"
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *update {
+		var rows strings.Builder
+		for _, c := range codes.All() {
+			info, _ := c.Info()
+			fmt.Fprintf(&rows, "| `%s` | %s | %s |\n", c, info.Meaning, info.Retry)
+		}
+		table := regexp.MustCompile("(?m)(^\\| `[A-Z_]+` \\| .* \\|\n)+")
+		doc = table.ReplaceAll(doc, []byte(rows.String()))
+		if err := os.WriteFile(path, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	type row struct{ Meaning, Retry string }
 	documented := map[codes.Code]row{}

@@ -1811,7 +1811,8 @@ type Budget implements Node {
   growthRate: JSON
   normalizationPeriod: Boolean!
   organizationId: String!
-  serviceClientId: Int!
+  "The organization's numeric client id, a 64-bit integer in the contract (hence Int64, not the 32-bit Int)."
+  serviceClientId: Int64!
   creatorId: String!
   explorerReportId: String!
   createdAt: DateTime!
@@ -2281,6 +2282,12 @@ Any JSON value. Used only where the REST contract leaves a shape unknown: a budg
 fields, Explorer filters and untyped Explorer rows, and the extra members of recommendations and anomalies.
 """
 scalar JSON
+
+"""
+A 64-bit signed integer, written as a string of decimal digits ("2147483648"): a JSON number above 2^53 loses
+precision in JavaScript. Input takes the string or an integer.
+"""
+scalar Int64
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -4171,14 +4178,14 @@ func (ec *executionContext) _Budget_serviceClientId(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt2int64(ctx, selections, v)
+			return ec.marshalNInt642int64(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Budget_serviceClientId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int64 does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_creatorId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
@@ -13780,14 +13787,14 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	return res
 }
 
-func (ec *executionContext) unmarshalNInt2int64(ctx context.Context, v any) (int64, error) {
-	res, err := graphql.UnmarshalInt64(v)
+func (ec *executionContext) unmarshalNInt642int64(ctx context.Context, v any) (int64, error) {
+	res, err := model.UnmarshalInt64(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
+func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalInt64(v)
+	res := model.MarshalInt64(v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -13797,7 +13804,7 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 }
 
 func (ec *executionContext) unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
-	res, err := model.UnmarshalJSONValue(v)
+	res, err := model.UnmarshalJSONValue(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -13815,7 +13822,7 @@ func (ec *executionContext) marshalNJSON2encodingᚋjsonᚐRawMessage(ctx contex
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 	}
-	return res
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx context.Context, v any) ([]json.RawMessage, error) {
@@ -14502,7 +14509,7 @@ func (ec *executionContext) unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx cont
 	if v == nil {
 		return nil, nil
 	}
-	res, err := model.UnmarshalJSONValue(v)
+	res, err := model.UnmarshalJSONValue(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -14511,9 +14518,8 @@ func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx contex
 		return graphql.Null
 	}
 	_ = sel
-	_ = ctx
 	res := model.MarshalJSONValue(v)
-	return res
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalOJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx context.Context, v any) ([]json.RawMessage, error) {

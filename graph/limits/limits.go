@@ -12,6 +12,7 @@ package limits
 
 import (
 	"context"
+	"errors"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -25,6 +26,7 @@ import (
 // Config holds the limits. A zero field means no limit of that kind.
 type Config struct {
 	MaxTokens     int // lexical tokens of the query document
+	MaxSelections int // field selections with fragments expanded, and the comparisons validation makes of them
 	MaxDepth      int // nesting of fields, fragments flattened
 	MaxAliases    int // aliased fields
 	MaxRootFields int // fields of the operation's root selection
@@ -33,32 +35,58 @@ type Config struct {
 
 // Defaults returns the default limits.
 func Defaults() Config {
-	return Config{MaxTokens: 15000, MaxDepth: 20, MaxAliases: 30, MaxRootFields: 20, MaxCost: 500}
+	return Config{MaxTokens: 15000, MaxSelections: 2000, MaxDepth: 20, MaxAliases: 30, MaxRootFields: 20, MaxCost: 500}
 }
 
-// Extension enforces a Config as a gqlgen handler extension.
-type Extension struct{ Config Config }
+// Extension enforces a Config as a gqlgen handler extension. It parses and
+// validates each document itself, measuring it before each dearer step, and
+// keeps the result in Documents, gqlgen's query cache, where the executor
+// finds it; a document already there is neither measured nor parsed again.
+type Extension struct {
+	Config Config
+	// Documents is the executor's query cache. Required.
+	Documents Documents
+	// DisableSuggestion leaves "Did you mean …?" out of validation errors,
+	// as gqlgen's executor's setting of the same name.
+	DisableSuggestion bool
+
+	schema *ast.Schema
+}
 
 var (
-	_ graphql.HandlerExtension          = Extension{}
-	_ graphql.OperationParameterMutator = Extension{}
-	_ graphql.OperationContextMutator   = Extension{}
+	_ graphql.HandlerExtension          = (*Extension)(nil)
+	_ graphql.OperationParameterMutator = (*Extension)(nil)
+	_ graphql.OperationContextMutator   = (*Extension)(nil)
 )
 
 // ExtensionName implements graphql.HandlerExtension.
-func (Extension) ExtensionName() string { return "Limits" }
+func (*Extension) ExtensionName() string { return "Limits" }
 
 // Validate implements graphql.HandlerExtension.
-func (Extension) Validate(graphql.ExecutableSchema) error { return nil }
+func (e *Extension) Validate(es graphql.ExecutableSchema) error {
+	if e.Documents == nil {
+		return errors.New("limits: Extension.Documents is nil")
+	}
+	e.schema = es.Schema()
+	return nil
+}
 
-// MutateOperationParameters counts tokens before the query is parsed, so a
-// huge document costs no more than this count.
-func (e Extension) MutateOperationParameters(_ context.Context, p *graphql.RawParams) *gqlerror.Error {
-	return CheckTokens(p.Query, e.Config.MaxTokens)
+// MutateOperationParameters parses and validates a document the cache does
+// not have, within the limits that bound that work.
+func (e *Extension) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if _, ok := e.Documents.Get(ctx, p.Query); ok {
+		return nil
+	}
+	doc, err := e.document(ctx, p.Query)
+	if err != nil {
+		return err
+	}
+	e.Documents.Keep(ctx, p.Query, doc)
+	return nil
 }
 
 // MutateOperationContext checks the parsed and validated operation.
-func (e Extension) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
+func (e *Extension) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
 	return Check(rc.Operation, rc.Variables, e.Config)
 }
 

@@ -18,7 +18,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -32,6 +34,9 @@ type Options struct {
 	// MaxConcurrency bounds the upstream calls one request's loaders have in
 	// flight at once. Zero means DefaultMaxConcurrency.
 	MaxConcurrency int
+	// Logger receives the panics of fetches, once each with its stack; nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // DefaultMaxConcurrency lets a page of 50 budgets fetch its 50 details and 50
@@ -60,7 +65,7 @@ func New(c *upstream.Client, o Options) *Loaders {
 	if n <= 0 {
 		n = DefaultMaxConcurrency
 	}
-	sem := make(chan struct{}, n)
+	sem := &fetcher{sem: make(chan struct{}, n), log: o.Logger}
 	return &Loaders{
 		Budget:          newLoader(sem, c.Budgets.Get),
 		Actuals:         newLoader(sem, c.Budgets.Actuals),
@@ -73,21 +78,28 @@ func New(c *upstream.Client, o Options) *Loaders {
 	}
 }
 
+// fetcher makes the calls of one request's loaders: under the request's
+// bound on calls in flight, and with their panics recovered and logged.
+type fetcher struct {
+	sem chan struct{}
+	log *slog.Logger
+}
+
 // newLoader returns a loader with no batch window whose batches fetch each
 // key with its own call, under the request's semaphore.
-func newLoader[K comparable, V any](sem chan struct{}, fetch func(context.Context, K) (V, error)) *dataloader.Loader[K, V] {
-	return dataloader.NewBatchedLoader(fanOut(sem, fetch), dataloader.WithWait[K, V](0))
+func newLoader[K comparable, V any](f *fetcher, fetch func(context.Context, K) (V, error)) *dataloader.Loader[K, V] {
+	return dataloader.NewBatchedLoader(fanOut(f, fetch), dataloader.WithWait[K, V](0))
 }
 
 // fanOut makes a batch function that fetches each key with its own call, all
 // at once under the semaphore, and answers in the order of the keys.
-func fanOut[K comparable, V any](sem chan struct{}, fetch func(context.Context, K) (V, error)) dataloader.BatchFunc[K, V] {
+func fanOut[K comparable, V any](f *fetcher, fetch func(context.Context, K) (V, error)) dataloader.BatchFunc[K, V] {
 	return func(ctx context.Context, keys []K) []*dataloader.Result[V] {
 		results := make([]*dataloader.Result[V], len(keys))
 		var wg sync.WaitGroup
 		for i, key := range keys {
 			wg.Go(func() {
-				results[i] = fetchOne(ctx, sem, fetch, key)
+				results[i] = fetchOne(ctx, f, fetch, key)
 			})
 		}
 		wg.Wait()
@@ -96,17 +108,21 @@ func fanOut[K comparable, V any](sem chan struct{}, fetch func(context.Context, 
 }
 
 // fetchOne makes one key's call once the semaphore has room.
-func fetchOne[K comparable, V any](ctx context.Context, sem chan struct{}, fetch func(context.Context, K) (V, error), key K) (r *dataloader.Result[V]) {
+func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(context.Context, K) (V, error), key K) (r *dataloader.Result[V]) {
 	select {
-	case sem <- struct{}{}:
+	case f.sem <- struct{}{}:
 	case <-ctx.Done():
 		return &dataloader.Result[V]{Error: ctx.Err()}
 	}
-	defer func() { <-sem }()
+	defer func() { <-f.sem }()
 	// A panic in this goroutine is out of reach of gqlgen's recover and of
 	// the dataloader's: unrecovered it would end the whole process.
 	defer func() {
 		if p := recover(); p != nil {
+			if f.log != nil {
+				f.log.LogAttrs(ctx, slog.LevelError, "panic in a loader's fetch",
+					slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+			}
 			r = &dataloader.Result[V]{Error: fmt.Errorf("panic in loader fetch: %v", p)}
 		}
 	}()

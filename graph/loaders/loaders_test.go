@@ -3,10 +3,15 @@ package loaders
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/costgw/gateway/internal/testlog"
 
 	"github.com/graph-gophers/dataloader/v7"
 )
@@ -44,7 +49,7 @@ func (c *counting) fetch(ctx context.Context, key int) (int, error) {
 func TestLoaderFetchesEachKeyOnce(t *testing.T) {
 	t.Parallel()
 	var c counting
-	l := newLoader(make(chan struct{}, 10), c.fetch)
+	l := newLoader(&fetcher{sem: make(chan struct{}, 10)}, c.fetch)
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Go(func() {
@@ -73,7 +78,7 @@ func TestLoaderFetchesEachKeyOnce(t *testing.T) {
 func TestLoaderStartsAtOnce(t *testing.T) {
 	t.Parallel()
 	started := make(chan int, 1)
-	l := newLoader(make(chan struct{}, 1), func(_ context.Context, k int) (int, error) { started <- k; return k, nil })
+	l := newLoader(&fetcher{sem: make(chan struct{}, 1)}, func(_ context.Context, k int) (int, error) { started <- k; return k, nil })
 	l.Load(context.Background(), 7)
 	select {
 	case k := <-started:
@@ -88,7 +93,7 @@ func TestLoaderStartsAtOnce(t *testing.T) {
 func TestLoaderBoundsCallsInFlight(t *testing.T) {
 	t.Parallel()
 	c := counting{hold: make(chan struct{})}
-	l := newLoader(make(chan struct{}, 3), c.fetch)
+	l := newLoader(&fetcher{sem: make(chan struct{}, 3)}, c.fetch)
 	waits := make([]dataloader.Thunk[int], 10)
 	for i := range waits {
 		waits[i] = l.Load(context.Background(), i)
@@ -111,7 +116,7 @@ func TestLoaderBoundsCallsInFlight(t *testing.T) {
 func TestLoaderPrimeAndClear(t *testing.T) {
 	t.Parallel()
 	var c counting
-	l := newLoader(make(chan struct{}, 1), c.fetch)
+	l := newLoader(&fetcher{sem: make(chan struct{}, 1)}, c.fetch)
 	l.Prime(context.Background(), 1, 99)
 	if v, _ := l.Load(context.Background(), 1)(); v != 99 || c.calls.Load() != 0 {
 		t.Errorf("primed key: %d after %d calls", v, c.calls.Load())
@@ -126,11 +131,18 @@ func TestLoaderPrimeAndClear(t *testing.T) {
 	}
 }
 
+// A panicking fetch is an error for its key, logged once with its stack.
 func TestLoaderRecoversPanics(t *testing.T) {
 	t.Parallel()
-	l := newLoader(make(chan struct{}, 1), func(context.Context, int) (int, error) { panic("boom") })
+	logs := &testlog.Buffer{}
+	l := newLoader(&fetcher{sem: make(chan struct{}, 1), log: slog.New(slog.NewJSONHandler(logs, nil))},
+		func(context.Context, int) (int, error) { panic("boom") })
 	if _, err := l.Load(context.Background(), 1)(); err == nil {
 		t.Error("want an error from a panicking fetch")
+	}
+	lines := logs.JSONLines(t)
+	if len(lines) != 1 || lines[0]["panic"] != "boom" || !strings.Contains(fmt.Sprint(lines[0]["stack"]), "goroutine") {
+		t.Errorf("log lines: %v", lines)
 	}
 }
 
@@ -139,7 +151,7 @@ func TestLoaderCancelledWhileWaiting(t *testing.T) {
 	t.Parallel()
 	c := counting{hold: make(chan struct{})}
 	defer close(c.hold)
-	l := newLoader(make(chan struct{}, 1), c.fetch)
+	l := newLoader(&fetcher{sem: make(chan struct{}, 1)}, c.fetch)
 	// Both keys of one request, which shares one context.
 	ctx, cancel := context.WithCancel(context.Background())
 	l.Load(ctx, 1) // takes the only place

@@ -3,6 +3,7 @@
 package model
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -71,22 +72,131 @@ func ParseDateTime(s string) (upstream.Timestamp, error) {
 	return upstream.Timestamp{Time: t}, nil
 }
 
+// Bounds of the values of the JSON scalar.
+const (
+	// MaxJSONDepth bounds how deep a JSON input nests, and how deep an
+	// output value may nest before it is refused for its field only. The
+	// budget fields and filters the contract leaves untyped hold shallow
+	// values; a value thousands deep only makes every later read fail.
+	MaxJSONDepth = 32
+	// MaxJSONBytes bounds one JSON input value, encoded.
+	MaxJSONBytes = 64 << 10
+)
+
 // MarshalJSONValue prints a JSON scalar: raw JSON is written as it came,
-// without decoding; nothing or the literal null prints null.
-func MarshalJSONValue(v json.RawMessage) graphql.Marshaler {
-	if len(v) == 0 || string(v) == "null" {
-		return graphql.Null
-	}
-	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(v) })
+// without decoding; nothing or the literal null prints null. A value nested
+// deeper than MaxJSONDepth is an UPSTREAM_BAD_RESPONSE error on its field,
+// whose value is then null: the rest of the answer stands.
+func MarshalJSONValue(v json.RawMessage) graphql.ContextMarshaler {
+	return graphql.ContextWriterFunc(func(_ context.Context, w io.Writer) error {
+		if len(v) == 0 || string(v) == "null" {
+			_, err := io.WriteString(w, "null")
+			return err
+		}
+		if d := jsonDepth(v); d > MaxJSONDepth {
+			return codes.Errorf(codes.UpstreamBadResponse, "the upstream sent a JSON value nested %d deep; at most %d levels are passed on", d, MaxJSONDepth)
+		}
+		_, err := w.Write(v)
+		return err
+	})
 }
 
-// UnmarshalJSONValue accepts any input value and returns it as raw JSON.
-func UnmarshalJSONValue(v any) (json.RawMessage, error) {
+// UnmarshalJSONValue accepts an input value nested at most MaxJSONDepth deep
+// and at most MaxJSONBytes encoded, and returns it as raw JSON.
+func UnmarshalJSONValue(_ context.Context, v any) (json.RawMessage, error) {
+	if !shallow(v, MaxJSONDepth) {
+		return nil, codes.Errorf(codes.BadUserInput, "JSON value nests deeper than %d levels", MaxJSONDepth)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, codes.Errorf(codes.BadUserInput, "JSON value cannot be encoded: %v", err)
 	}
+	if len(b) > MaxJSONBytes {
+		return nil, codes.Errorf(codes.BadUserInput, "JSON value is %d bytes encoded; at most %d are allowed", len(b), MaxJSONBytes)
+	}
 	return b, nil
+}
+
+// shallow reports whether v nests at most depth levels of lists and
+// objects; it stops looking as soon as it finds deeper.
+func shallow(v any, depth int) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if depth == 0 {
+			return false
+		}
+		for _, e := range v {
+			if !shallow(e, depth-1) {
+				return false
+			}
+		}
+	case []any:
+		if depth == 0 {
+			return false
+		}
+		for _, e := range v {
+			if !shallow(e, depth-1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// jsonDepth is the deepest nesting of lists and objects in valid JSON.
+func jsonDepth(b []byte) int {
+	depth, most, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			most = max(most, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return most
+}
+
+// MarshalInt64 prints an Int64 scalar as a string of decimal digits, which
+// JavaScript clients read without the rounding a JSON number above 2^53
+// would suffer.
+func MarshalInt64(n int64) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) {
+		_, _ = io.WriteString(w, `"`+strconv.FormatInt(n, 10)+`"`)
+	})
+}
+
+// UnmarshalInt64 accepts a string of decimal digits or an integer, within
+// the range of a signed 64-bit integer.
+func UnmarshalInt64(v any) (int64, error) {
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = v
+	case json.Number:
+		s = v.String()
+	case int64:
+		return v, nil
+	case int:
+		return int64(v), nil
+	default:
+		return 0, codes.Errorf(codes.BadUserInput, "Int64 must be a string of decimal digits, got %s", kind(v))
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, codes.Errorf(codes.BadUserInput, "Int64 %q is not an integer from -9223372036854775808 to 9223372036854775807", s)
+	}
+	return n, nil
 }
 
 // kind names the GraphQL kind of an input value for error messages, without

@@ -2,8 +2,12 @@ package model
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +143,67 @@ func FuzzUnmarshalDateTime(f *testing.F) {
 			t.Fatalf("UnmarshalDateTime(%q) = %v, which prints %s", s, ts.Time, got)
 		}
 	})
+}
+
+// nested returns a JSON value nested depth deep: [[[…1…]]].
+func nested(depth int) any {
+	var v any = 1.0
+	for range depth {
+		v = []any{v}
+	}
+	return v
+}
+
+// JSON inputs are bounded by depth and size (a value 9 997 deep once made
+// every later read of its organization fail), with a BAD_USER_INPUT error.
+func TestJSONInputBounds(t *testing.T) {
+	t.Parallel()
+	for _, in := range []any{nil, "x", map[string]any{"a": []any{1.0, "b"}}, nested(MaxJSONDepth)} {
+		if _, err := UnmarshalJSONValue(context.Background(), in); err != nil {
+			t.Errorf("UnmarshalJSONValue(%.60v): %v", in, err)
+		}
+	}
+	for _, in := range []any{nested(MaxJSONDepth + 1), nested(9997), map[string]any{"pad": strings.Repeat("x", MaxJSONBytes)}} {
+		_, err := UnmarshalJSONValue(context.Background(), in)
+		if err == nil {
+			t.Errorf("UnmarshalJSONValue(%.60v) passed", in)
+			continue
+		}
+		wantBadInput(t, "a hostile JSON value", err)
+	}
+}
+
+// A JSON value from the upstream nested too deep fails its own field (the
+// marshaler's error), instead of the whole response.
+func TestJSONOutputBounds(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if err := MarshalJSONValue([]byte(`{"a":["[{\"}",1]}`)).MarshalGQLContext(context.Background(), &b); err != nil || b.String() != `{"a":["[{\"}",1]}` {
+		t.Errorf("a shallow value: %q %v", b.String(), err)
+	}
+	deep := strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1)
+	var ce *codes.Error
+	if err := MarshalJSONValue([]byte(deep)).MarshalGQLContext(context.Background(), io.Discard); !errors.As(err, &ce) || ce.Code != codes.UpstreamBadResponse {
+		t.Errorf("a value %d deep: %v, want an %s error", MaxJSONDepth+1, err, codes.UpstreamBadResponse)
+	}
+}
+
+func TestInt64(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[any]int64{"9223372036854775807": 1<<63 - 1, "-42": -42, json.Number("2147483648"): 1 << 31, int64(7): 7} {
+		n, err := UnmarshalInt64(in)
+		if err != nil || n != want {
+			t.Errorf("UnmarshalInt64(%#v) = %d, %v, want %d", in, n, err, want)
+		}
+	}
+	if got := printed(MarshalInt64(1 << 40)); got != `"1099511627776"` {
+		t.Errorf("MarshalInt64 = %s", got)
+	}
+	for _, in := range []any{"9223372036854775808", "1.5", "", " 1", true, 1.5, nil} {
+		if _, err := UnmarshalInt64(in); err == nil {
+			t.Errorf("UnmarshalInt64(%#v) passed", in)
+		} else {
+			wantBadInput(t, in, err)
+		}
+	}
 }

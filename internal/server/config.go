@@ -101,6 +101,7 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.StringVar(&c.LogFormat, "log-format", defaultLogFormat, "log `format`: json or text")
 	def := limits.Defaults()
 	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", def.MaxTokens, "most lexical tokens of a query document (0: no limit)")
+	fs.IntVar(&c.Limits.MaxSelections, "max-selections", def.MaxSelections, "most field selections of a document with its fragments expanded, and most field pairs validation compares (0: no limit)")
 	fs.IntVar(&c.Limits.MaxDepth, "max-depth", def.MaxDepth, "deepest field nesting of an operation (0: no limit)")
 	fs.IntVar(&c.Limits.MaxAliases, "max-aliases", def.MaxAliases, "most aliased fields of an operation (0: no limit)")
 	fs.IntVar(&c.Limits.MaxRootFields, "max-root-fields", def.MaxRootFields, "most root fields of an operation (0: no limit)")
@@ -157,7 +158,7 @@ func (c Config) validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"max-tokens", c.Limits.MaxTokens}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
+	}{{"max-tokens", c.Limits.MaxTokens}, {"max-selections", c.Limits.MaxSelections}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
 		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight}} {
 		if f.v < 0 {
 			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")

@@ -20,6 +20,7 @@ const config: CodegenConfig = {
           Date: "string",
           DateTime: "string",
           JSON: "unknown",
+          Int64: "string",
         },
         strictScalars: true,
         // Enums as unions of their values: no runtime objects, and the types

@@ -1,0 +1,115 @@
+package graph
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/costgw/gateway/upstream"
+)
+
+// A handler that does not look at its context (parsing and validation do
+// not) is answered 504 REQUEST_TIMEOUT at its deadline, and what it writes
+// later never reaches the client. A 15 000-token document once validated for
+// 11 s under -request-timeout 1s, answered by nothing but the server's write
+// timeout dropping the connection.
+func TestDeadlineCoversWorkThatIgnoresTheContext(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	wrote := make(chan error, 1)
+	h := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // busy, deaf to its context
+		w.Header().Set("X-Late", "1")
+		_, err := io.WriteString(w, `{"data":"late"}`)
+		wrote <- err
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"REQUEST_TIMEOUT"`) {
+		t.Errorf("answer %d %s", rec.Code, rec.Body)
+	}
+	close(release)
+	if err := <-wrote; err != http.ErrHandlerTimeout {
+		t.Errorf("the late write returned %v, want http.ErrHandlerTimeout", err)
+	}
+	if strings.Contains(rec.Body.String(), "late") || rec.Header().Get("X-Late") != "" {
+		t.Errorf("the late answer reached the client: %v %s", rec.Header(), rec.Body)
+	}
+}
+
+// An answer that has started is left to finish: it streams, and its
+// handler's context has ended, so it soon does.
+func TestDeadlineLeavesAStartedAnswer(t *testing.T) {
+	t.Parallel()
+	h := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "part one;")
+		<-r.Context().Done()
+		time.Sleep(deadlineGrace + 50*time.Millisecond)
+		_, _ = io.WriteString(w, "part two")
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "part one;part two" {
+		t.Errorf("answer %d %q", rec.Code, rec.Body)
+	}
+}
+
+// A request whose deadline passes while its document is checked stops
+// before validation with REQUEST_TIMEOUT.
+func TestExpiredRequestStopsBeforeValidation(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	c, err := upstream.NewClient("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(Options{Client: c})
+	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", strings.NewReader(`{"query":"{ __typename }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"REQUEST_TIMEOUT"`) {
+		t.Errorf("answer %d %s", rec.Code, rec.Body)
+	}
+}
+
+// The cache of parsed documents is bounded by bytes: a thousand
+// comment-padded documents of 2 MB once filled it to 3.6 GB.
+func TestDocumentCacheIsBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	c := newDocCache(docCacheBytes)
+	doc := &ast.QueryDocument{}
+	for i := range 1000 {
+		c.Keep(context.Background(), "#"+strings.Repeat("x", 2<<20)+string(rune('a'+i%26))+strings.Repeat("y", i), doc)
+		if c.Bytes() > docCacheBytes+charge(strings.Repeat("x", 2<<20+1000)) {
+			t.Fatalf("after %d padded documents the cache charges %d bytes", i+1, c.Bytes())
+		}
+	}
+	for i := range 5000 {
+		q := "{ __typename } #" + strings.Repeat("p", 10<<10) + string(rune(i))
+		c.Keep(context.Background(), q, doc)
+		if c.Bytes() > docCacheBytes+charge(q) {
+			t.Fatalf("after %d 10 KB documents the cache charges %d bytes", i+1, c.Bytes())
+		}
+	}
+	// The last document kept is found, large or not.
+	big := "#" + strings.Repeat("z", 3<<20)
+	c.Keep(context.Background(), big, doc)
+	if got, ok := c.Get(context.Background(), big); !ok || got != doc {
+		t.Error("the transient document is not found")
+	}
+}

@@ -1,0 +1,346 @@
+package graph_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/internal/testlog"
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// Tests of hostile requests: each is answered with a typed error, or with
+// its data, at a cost in proportion to its size. They are regression tests
+// of what a request could do to the gateway before.
+
+// allocated is the memory the process allocates while f runs. Tests that
+// use it do not run in parallel, so the figure is f's own (and the little
+// that idle goroutines of earlier tests add).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// post sends body to the handler with the headers given as pairs.
+func (e *env) post(t testing.TB, body string, header ...string) response {
+	t.Helper()
+	req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return decode(t, rec)
+}
+
+func queryBody(q string) string {
+	b, _ := json.Marshal(map[string]string{"query": q})
+	return string(b)
+}
+
+// fanOut is 26 fragments that each spread the next one twice: 2^26 copies
+// of the last one's field when expanded naively.
+func fanOut() string {
+	var b strings.Builder
+	b.WriteString("query { ...F0 }")
+	for i := range 26 {
+		fmt.Fprintf(&b, " fragment F%d on Query { ...F%d ...F%d }", i, i+1, i+1)
+	}
+	b.WriteString(" fragment F26 on Query { __typename }")
+	return b.String()
+}
+
+// The limits visit each fragment once: the fan-out document costs what its
+// size does, with every limit on and with every limit off. (It took 6.9 s
+// and 1.2 GB before.)
+func TestFragmentFanOutCostsItsSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lim  limits.Config
+	}{{"defaults", limits.Defaults()}, {"no limits", limits.Config{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, withLimits(tc.lim))
+			var r response
+			n := allocated(func() { r = e.post(t, queryBody(fanOut()), "Authorization", "Bearer "+sim.DemoKey) })
+			if len(r.Errors) > 0 || string(r.Data) != `{"__typename":"Query"}` {
+				t.Errorf("answer %d: %s", r.status, r.raw)
+			}
+			if n > 32<<20 {
+				t.Errorf("the request allocated %d MB", n>>20)
+			}
+		})
+	}
+}
+
+// Documents whose validation would be quadratic are refused before it runs,
+// by a measure taken on the parsed document: 15 000 __typename took 11 s of
+// validation before.
+func TestQuadraticValidationIsRefusedFirst(t *testing.T) {
+	e := newEnv(t)
+	same := func(n int, s string) string { return strings.Repeat(s+" ", n) }
+	binary := "a: __typename"
+	for range 9 {
+		binary = "a: budgets { " + binary + " } a: budgets { " + binary + " }"
+	}
+	for _, tc := range []struct{ name, query string }{
+		{"14 998 __typename", "{ " + same(14998, "__typename") + "}"},
+		{"1 000 aliases of one field", "{ " + same(1000, "a: __typename") + "}"},
+		{"a tree of one response name", "{ " + binary + " }"},
+		{"200 fragments in one selection", "{ " + func() string {
+			var b strings.Builder
+			for i := range 200 {
+				fmt.Fprintf(&b, "...F%d ", i)
+			}
+			b.WriteString("} ")
+			for i := range 200 {
+				fmt.Fprintf(&b, "fragment F%d on Query { f%d: __typename } ", i, i)
+			}
+			return b.String()
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r response
+			n := allocated(func() { r = e.post(t, queryBody(tc.query), "Authorization", "Bearer "+sim.DemoKey) })
+			if c := r.code(t); c != string(codes.MaxSelections) {
+				t.Errorf("code %s (%s), want %s", c, r.raw, codes.MaxSelections)
+			}
+			if n > 32<<20 {
+				t.Errorf("the request allocated %d MB", n>>20)
+			}
+		})
+	}
+	// The largest document a tool sends passes with room to spare.
+	r := e.post(t, queryBody(introspectionQuery), "Authorization", "Bearer "+sim.DemoKey)
+	if len(r.Errors) > 0 {
+		t.Errorf("GraphiQL's introspection query: %s", r.raw)
+	}
+}
+
+// introspectionQuery is GraphiQL's, as graphql-js writes it with every
+// option on.
+const introspectionQuery = `query IntrospectionQuery {
+  __schema {
+    description
+    queryType { name kind }
+    mutationType { name kind }
+    subscriptionType { name kind }
+    types { ...FullType }
+    directives { name description isRepeatable locations args(includeDeprecated: true) { ...InputValue } }
+  }
+}
+fragment FullType on __Type {
+  kind name description specifiedByURL isOneOf
+  fields(includeDeprecated: true) { name description args(includeDeprecated: true) { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
+  inputFields(includeDeprecated: true) { ...InputValue }
+  interfaces { ...TypeRef }
+  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+  possibleTypes { ...TypeRef }
+}
+fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue isDeprecated deprecationReason }
+fragment TypeRef on __Type {
+  kind name
+  ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
+  ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }
+}`
+
+// What the endpoint cannot serve gets the GraphQL error shape with a code,
+// a JSON media type and the right status, and never the request back.
+func TestMalformedRequestsAreTyped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const marker = "ECHO-MARKER"
+	auth := "Bearer " + sim.DemoKey
+	for _, tc := range []struct {
+		name, method, contentType, body string
+		header                          []string
+		status                          int
+		code                            codes.Code
+		allow                           string
+	}{
+		{"malformed JSON", "POST", "application/json", `{"query": "{ __typename }", ` + marker, nil, 400, codes.BadRequest, ""},
+		{"trailing data", "POST", "application/json", `{"query": "{ __typename }"} {"` + marker + `": 1}`, nil, 400, codes.BadRequest, ""},
+		{"not an object", "POST", "application/json", `["` + marker + `"]`, nil, 400, codes.BadRequest, ""},
+		{"query of the wrong type", "POST", "application/json", `{"query": ["` + marker + `"]}`, nil, 400, codes.BadRequest, ""},
+		{"variables of the wrong type", "POST", "application/json", `{"query": "{ __typename }", "variables": "` + marker + `"}`, nil, 400, codes.BadRequest, ""},
+		{"no query", "POST", "application/json", `{"variables": {}}`, nil, 400, codes.BadRequest, ""},
+		{"unsupported media type", "POST", "text/plain", `{"query": "{ __typename }"}`, nil, 415, codes.UnsupportedMediaType, ""},
+		{"body too large", "POST", "application/json", `{"query": "{ __typename }", "pad": "` + marker + strings.Repeat("x", 1_900_000) + `"}`, nil, 200, "", ""},
+		{"body over the limit", "POST", "application/json", `{"query": "` + marker + strings.Repeat("x", 2_000_001) + `"}`, nil, 413, codes.RequestTooLarge, ""},
+		{"wrong method", "PUT", "application/json", `{"query": "{ __typename }"}`, nil, 405, codes.MethodNotAllowed, "GET, POST, OPTIONS"},
+		{"mutation over GET", "GET", "", "", nil, 405, codes.MethodNotAllowed, "POST"},
+		{"two Authorization headers", "POST", "application/json", `{"query": "{ __typename }"}`, []string{"Authorization", "Bearer " + sim.OtherOrgKey}, 400, codes.BadRequest, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url := "/graphql"
+			if tc.method == "GET" {
+				url += "?query=" + strings.ReplaceAll("mutation { deleteBudget(input: {id: \"x\"}) { success } }", " ", "+")
+			}
+			req := httptest.NewRequest(tc.method, url, strings.NewReader(tc.body))
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			req.Header.Set("Authorization", auth)
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				req.Header.Add(tc.header[i], tc.header[i+1])
+			}
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Errorf("status %d, want %d: %.300s", rec.Code, tc.status, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" && ct != "application/graphql-response+json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if strings.Contains(rec.Body.String(), marker) || rec.Body.Len() > 4096 {
+				t.Errorf("the answer echoes the request (%d bytes): %.300s", rec.Body.Len(), rec.Body)
+			}
+			if tc.allow != "" && rec.Header().Get("Allow") != tc.allow {
+				t.Errorf("Allow %q, want %q", rec.Header().Get("Allow"), tc.allow)
+			}
+			r := decode(t, rec)
+			if tc.code != "" && r.code(t) != string(tc.code) {
+				t.Errorf("code %s, want %s", r.code(t), tc.code)
+			}
+		})
+	}
+}
+
+// Without a key, a request can only introspect the schema, and is read
+// only up to NoKeyMaxBodyBytes: it costs close to nothing.
+func TestRequestsWithoutAKeyCostLittle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	big := `{"query": "{ __typename }", "pad": "` + strings.Repeat("x", 40<<10) + `"}`
+	if r := e.post(t, big); r.status != http.StatusRequestEntityTooLarge || r.code(t) != string(codes.RequestTooLarge) {
+		t.Errorf("40 KB without a key: %d %s", r.status, r.raw)
+	}
+	if r := e.post(t, big, "Authorization", "Bearer "+sim.DemoKey); len(r.Errors) > 0 {
+		t.Errorf("40 KB with a key: %s", r.raw)
+	}
+	req := httptest.NewRequest("GET", "/graphql?query="+strings.Repeat("%20", 40<<10)+"{__typename}", nil)
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestURITooLong {
+		t.Errorf("a 120 KB query string without a key: %d", rec.Code)
+	}
+	if calls := e.calls.take(); len(calls) > 0 {
+		t.Errorf("upstream calls: %v", calls)
+	}
+}
+
+// A JSON input nested thousands deep is refused with BAD_USER_INPUT, not
+// stored; a deep JSON value from the upstream fails its own field only.
+func TestHostileJSONValues(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := loadFixture(t, e)
+	deep := strings.Repeat("[", 9997) + strings.Repeat("]", 9997)
+	body := `{"query": "mutation($in: UpdateBudgetInput!) { updateBudget(input: $in) { budget { id } } }",` +
+		`"variables": {"in": {"id": "` + f.budgetGID + `", "growthRate": ` + deep + `}}}`
+	r := e.post(t, body, "Authorization", "Bearer "+sim.DemoKey)
+	if r.code(t) != string(codes.BadUserInput) {
+		t.Errorf("a growthRate 9 997 deep: %.300s", r.raw)
+	}
+
+	// The upstream answers one budget with a growthRate 40 deep.
+	e.calls.mu.Lock()
+	e.calls.fail = func(req *http.Request) *http.Response {
+		if req.Method != "GET" || req.URL.Path != "/v1/budgets" {
+			return nil
+		}
+		resp, err := e.calls.next.RoundTrip(req)
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		var page map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+			panic(err)
+		}
+		var v any = 1.0
+		for range 40 {
+			v = []any{v}
+		}
+		page["data"].([]any)[0].(map[string]any)["growthRate"] = v
+		b, _ := json.Marshal(page)
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		resp.ContentLength = int64(len(b))
+		resp.Header.Del("Content-Length")
+		return resp
+	}
+	e.calls.mu.Unlock()
+	r = e.query(t, sim.DemoKey, `{ budgets(first: 2) { nodes { name growthRate } } }`, nil)
+	var got struct {
+		Budgets struct{ Nodes []struct{ Name string } }
+	}
+	if err := json.Unmarshal(r.Data, &got); err != nil || r.status != 200 || len(got.Budgets.Nodes) != 2 || got.Budgets.Nodes[1].Name == "" {
+		t.Fatalf("answer %d: %.500s", r.status, r.raw)
+	}
+	if r.code(t) != string(codes.UpstreamBadResponse) || fmt.Sprint(r.Errors[0].Path) != "[budgets nodes 0 growthRate]" {
+		t.Errorf("errors: %+v", r.Errors)
+	}
+}
+
+// A panic in a resolver or a loader is logged once, with its stack and the
+// operation's name, and answered INTERNAL without either.
+func TestPanicsAreLoggedOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, path, query string }{
+		{"resolver", "/v1/budgets", `query Names { budgets(first: 1) { nodes { name } } }`},
+		{"loader", "/actuals", `query Actuals { budgets(first: 1) { nodes { actuals { total } plannings { actuals { amount } } } } }`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			logs := &testlog.Buffer{}
+			e := newEnv(t, withLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+			e.calls.mu.Lock()
+			e.calls.fail = func(r *http.Request) *http.Response {
+				if strings.HasSuffix(r.URL.Path, tc.path) {
+					panic("boom " + rawMarker)
+				}
+				return nil
+			}
+			e.calls.mu.Unlock()
+			r := e.query(t, sim.DemoKey, tc.query, nil)
+			if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != string(codes.Internal) || strings.Contains(string(r.raw), rawMarker) {
+				t.Errorf("answer: %s", r.raw)
+			}
+			var panics []map[string]any
+			for _, l := range logs.JSONLines(t) {
+				if strings.HasPrefix(fmt.Sprint(l["msg"]), "panic") {
+					panics = append(panics, l)
+				}
+			}
+			if len(panics) != 1 || !strings.Contains(fmt.Sprint(panics[0]["stack"]), "goroutine") {
+				t.Fatalf("panic lines: %v", panics)
+			}
+			if tc.name == "resolver" && panics[0]["operation"] != "Names" {
+				t.Errorf("the panic line names operation %v", panics[0]["operation"])
+			}
+		})
+	}
+}
+
+// serviceClientId is the contract's 64-bit integer, written as a string.
+func TestServiceClientIDIsInt64(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.query(t, sim.DemoKey, `{ budgets(first: 1) { nodes { serviceClientId } } }`, nil)
+	if string(r.Data) != `{"budgets":{"nodes":[{"serviceClientId":"1001"}]}}` {
+		t.Errorf("data: %s", r.Data)
+	}
+}
