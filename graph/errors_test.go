@@ -212,7 +212,7 @@ func TestEveryCodeHasACase(t *testing.T) {
 		}
 	}
 	for _, code := range []codes.Code{codes.Unauthenticated, codes.Forbidden, codes.NotFound, codes.BadUserInput,
-		codes.Conflict, codes.RateLimited, codes.UpstreamUnavailable, codes.Internal} {
+		codes.Conflict, codes.RateLimited, codes.UpstreamUnavailable, codes.UpstreamBadResponse, codes.Internal} {
 		if !covered[string(code)] {
 			t.Errorf("no case produces %s", code)
 		}

@@ -64,7 +64,7 @@ var upstreamCases = []errorCase{
 				return answer(http.StatusOK, `{"data":[{"id":"`+rawMarker+` http://127.0.0.1:1/v1/budgets","name":`)
 			})
 		},
-		code: "INTERNAL", up: &upstreamErr{code: "malformed_response", status: 200, requestID: "req-forged-200"},
+		code: "UPSTREAM_BAD_RESPONSE", up: &upstreamErr{code: "malformed_response", status: 200, requestID: "req-forged-200"},
 		path: []any{"budgets"}, data: `{"budgets":null}`,
 	},
 	{
@@ -78,8 +78,21 @@ var upstreamCases = []errorCase{
 		// The client decodes the data member after send has returned, so
 		// without the answer's X-Request-Id: requestId is not checked here
 		// until upstream keeps it (reported).
-		code: "INTERNAL", up: &upstreamErr{code: "malformed_response", status: 200, requestID: "?"},
+		code: "UPSTREAM_BAD_RESPONSE", up: &upstreamErr{code: "malformed_response", status: 200, requestID: "?"},
 		path: []any{"budget"}, data: `{"budget":null}`,
+	},
+	{
+		name: "explorer history row of another shape", key: sim.DemoKey,
+		query: `{ explorer { history(query: {dateRange: {start: "2026-10-01", end: "2026-10-31"}, groupBy: "product_product_name", ` +
+			`costType: "line_item_unblended_cost", granularity: "day"}) { costRows { group date cost } } } }`,
+		setup: func(_ *testing.T, e *env, _ fixture) {
+			failOn(e, "POST", "/v1/explorer/history", func() *http.Response {
+				return answer(http.StatusOK, `{"data":{"costRows":[{"product_product_name":"EC2","usage_date":20261001}],`+
+					`"totalsByTimeRows":[],"usageRows":[],"usageGroupRows":[],"timeColumn":"usage_date",`+
+					`"groupBy":"product_product_name","servedFromCache":false}}`)
+			})
+		},
+		code: "UPSTREAM_BAD_RESPONSE", path: []any{"explorer", "history", "costRows"}, data: `{"explorer":{"history":null}}`,
 	},
 }
 

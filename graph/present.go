@@ -105,6 +105,11 @@ func classify(err error) *codes.Error {
 		code, msg := upstreamCode(ue)
 		return &codes.Error{Code: code, Message: msg, Extensions: ext}
 	}
+	if errors.Is(err, upstream.ErrBadResponse) {
+		// Read from an answer after the client had it (an Explorer
+		// history row whose columns are not as the answer says).
+		return &codes.Error{Code: codes.UpstreamBadResponse, Message: "the upstream sent an answer the gateway could not read exactly"}
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return &codes.Error{Code: codes.UpstreamUnavailable, Message: "the request ran out of time"}
 	}
@@ -129,7 +134,7 @@ func upstreamCode(ue *upstream.Error) (codes.Code, string) {
 	case errors.Is(ue, upstream.ErrInvalidRequest):
 		return codes.BadUserInput, ue.Message
 	case errors.Is(ue, upstream.ErrBadResponse):
-		return codes.Internal, "the upstream sent an answer the gateway could not read"
+		return codes.UpstreamBadResponse, "the upstream sent an answer the gateway could not read exactly"
 	case errors.Is(ue, context.DeadlineExceeded), errors.Is(ue, context.Canceled):
 		return codes.UpstreamUnavailable, "the upstream did not answer in time"
 	case errors.Is(ue, upstream.ErrUnavailable):
