@@ -128,9 +128,9 @@ func CheckSelections(doc *ast.QueryDocument, max int) *gqlerror.Error {
 	for _, op := range doc.Operations {
 		p := paths{doc: doc, ids: map[pathKey]int32{}, busy: map[string]bool{}}
 		p.walk(op.SelectionSet, -1)
-		if pairs := p.pairs(); pairs > max {
+		if pairs := p.pairs(); pairs > 4*max {
 			return codes.Errorf(codes.MaxSelections,
-				"the operation selects the same fields at the same place too often (%d pairs to compare; at most %d)", pairs, max).GraphQL()
+				"the operation selects the same fields at the same place too often (%d pairs to compare; at most %d)", pairs, 4*max).GraphQL()
 		}
 	}
 	return nil
