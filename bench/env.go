@@ -23,6 +23,9 @@ type binaries struct {
 	// baseline, when set, is a gateway built from another checkout, run
 	// beside the current one for a before/after comparison.
 	baseline string
+	// floor, when set, is this program, started again to serve the
+	// extra-hop floor (floor.go).
+	floor string
 }
 
 // env is one set of processes on loopback: the simulator with a fixed
@@ -34,6 +37,7 @@ type env struct {
 	simLog  *os.File // the simulator's access log, one line per call
 	gateway *proc
 	gwURL   string
+	floor   *proc
 	base    *proc
 	mesh    *proc
 	meshURL string
@@ -43,7 +47,8 @@ type env struct {
 }
 
 // startEnv starts the simulator with the given latency, seeds the data the
-// queries need, then starts the gateway and, if wanted, Mesh.
+// queries need, then starts the gateway, the floor if b has one, and, if
+// wanted, Mesh.
 func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh bool, meshFork int) (_ *env, err error) {
 	e := &env{latency: latency}
 	defer func() {
@@ -86,6 +91,17 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 		return nil, err
 	}
 	e.contenders = []contender{gw, d}
+	if b.floor != "" {
+		var url string
+		if e.floor, url, err = startFloor(ctx, b.floor, e.simURL, e.fx); err != nil {
+			return nil, err
+		}
+		f, err := newFloor(url, e.floor.pid(), e.fx)
+		if err != nil {
+			return nil, err
+		}
+		e.contenders = append(e.contenders, f)
+	}
 	if b.baseline != "" {
 		var url string
 		if e.base, url, err = startGateway(ctx, "baseline", b.baseline, e.simURL); err != nil {
@@ -179,6 +195,7 @@ func (e *env) stop() {
 	}
 	e.mesh.stop()
 	e.base.stop()
+	e.floor.stop()
 	e.gateway.stop()
 	e.sim.stop()
 	if e.simLog != nil {

@@ -54,7 +54,14 @@ type config struct {
 	benchtime   string
 	baseline    string
 	rounds      int
+	floor       bool
 	args        []string
+
+	// serveFloor, when set, makes this program the floor (floor.go) on
+	// this address instead of the harness; the harness starts it so.
+	serveFloor    string
+	floorUpstream string
+	floorBudget   string
 }
 
 func main() {
@@ -68,7 +75,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if err := run(ctx, cfg); err != nil {
+	if cfg.serveFloor != "" {
+		err = serveFloor(ctx, cfg.serveFloor, cfg.floorUpstream, fixture{BudgetID: cfg.floorBudget, Explorer: dashboardQuery()})
+	} else {
+		err = run(ctx, cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -90,6 +102,10 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.mesh, "mesh", true, "run GraphQL Mesh (needs `npm ci` in bench/mesh)")
 	fs.IntVar(&c.meshFork, "mesh-fork", runtime.NumCPU(), "Hive Gateway worker processes")
 	fs.StringVar(&c.baseline, "baseline", "", "also run the gateway built from this `directory` (another checkout, such as `git archive` of an older commit) as the contender \"baseline\"")
+	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
+	fs.StringVar(&c.serveFloor, "serve-floor", "", "serve the extra-hop floor on this `address` instead of benchmarking (the harness starts it so)")
+	fs.StringVar(&c.floorUpstream, "floor-upstream", "", "with -serve-floor: the simulator's base `URL`")
+	fs.StringVar(&c.floorBudget, "floor-budget", "", "with -serve-floor: the REST `id` of the budget of BudgetDetail")
 	fs.BoolVar(&c.allocs, "allocs", true, "run the in-process allocation benchmarks (go test -bench)")
 	fs.StringVar(&c.benchtime, "benchtime", "2s", "-benchtime of the allocation benchmarks")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +115,12 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	c.args = args
+	if c.serveFloor != "" {
+		if c.floorUpstream == "" {
+			return c, errors.New("-serve-floor needs -floor-upstream")
+		}
+		return c, nil
+	}
 	for _, s := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 1000 {
@@ -164,6 +186,8 @@ type report struct {
 	Records     map[string][]record `json:"records"`
 	Results     []result            `json:"results"`
 	Allocs      []allocResult       `json:"allocs"`
+	// Goals are issue 13's goal lines as the report shows them.
+	Goals []goalRow `json:"goals"`
 }
 
 // callCount is the upstream calls one contender made for one query.
@@ -192,6 +216,9 @@ func run(ctx context.Context, cfg config) error {
 		if err := json.Unmarshal(b, &rep); err != nil {
 			return fmt.Errorf("%s: %w", cfg.render, err)
 		}
+		for i := range rep.Results {
+			rep.Results[i].derive()
+		}
 		return os.WriteFile(cfg.out, []byte(renderReport(&rep)), 0o644)
 	}
 	dir, err := os.MkdirTemp("", "costgw-bench-")
@@ -211,6 +238,11 @@ func run(ctx context.Context, cfg config) error {
 	b := binaries{dir: dir, gateway: filepath.Join(dir, "costgw"), costsim: filepath.Join(dir, "costsim"),
 		meshDir: filepath.Join("bench", "mesh")}
 	builds := [][3]string{{b.gateway, ".", ""}, {b.costsim, "./cmd/costsim", ""}}
+	if cfg.floor {
+		if b.floor, err = os.Executable(); err != nil {
+			return fmt.Errorf("the floor runs this program again: %w", err)
+		}
+	}
 	if cfg.baseline != "" {
 		b.baseline = filepath.Join(dir, "costgw-baseline")
 		builds = append(builds, [3]string{b.baseline, ".", cfg.baseline})
@@ -262,6 +294,7 @@ func run(ctx context.Context, cfg config) error {
 		rep.Allocs = allocs
 	}
 	rep.Finished = time.Now()
+	rep.Goals = goals13(rep)
 
 	out := cfg.out
 	if cfg.smoke {
