@@ -96,7 +96,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "least warm-up of each round, not counted")
 	fs.DurationVar(&c.duration, "duration", 4*time.Second, "measured length of each configuration, over all its rounds")
 	fs.IntVar(&c.rounds, "rounds", 2, "rounds of each configuration, the contenders in turn")
-	conc := fs.String("concurrency", "1,50,200", "concurrent clients of the throughput runs")
+	conc := fs.String("concurrency", "1,50,200", "concurrent clients of the throughput runs (smoke mode: "+smokeConcurrency+" unless given)")
 	lats := fs.String("latencies", "0s,20ms", "upstream latencies; the first gets the throughput runs, each gets the critical-path runs")
 	qs := fs.String("queries", "", "comma-separated query names to run (default all)")
 	fs.BoolVar(&c.mesh, "mesh", true, "run GraphQL Mesh (needs `npm ci` in bench/mesh)")
@@ -120,6 +120,11 @@ func parseFlags(args []string) (config, error) {
 			return c, errors.New("-serve-floor needs -floor-upstream")
 		}
 		return c, nil
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.smoke && !set["concurrency"] {
+		*conc = smokeConcurrency
 	}
 	for _, s := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -154,6 +159,12 @@ func parseFlags(args []string) (config, error) {
 	}
 	return c, nil
 }
+
+// smokeConcurrency is the clients of a smoke run: enough to run every
+// configuration, few enough that the slowest contender (Mesh's overview,
+// a few requests a second) answers every client's first request at once,
+// where 200 clients took minutes of warm-up and met the client timeout.
+const smokeConcurrency = "1,8"
 
 // selected returns the queries to run.
 func (c config) selected() []*query {
