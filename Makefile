@@ -14,7 +14,7 @@ PLAYGROUND_SOURCES := $(PLAYGROUND)/index.html $(PLAYGROUND)/vite.config.js $(PL
 # Flags for `make run`, such as ARGS="-listen :9090".
 ARGS ?=
 
-.PHONY: run test build playground fuzz bench bench-smoke
+.PHONY: run test build playground fuzz bench bench-smoke profile
 
 # How long `make fuzz` runs each fuzz target: a duration, or a number of
 # inputs such as 200000x. CI uses a count: a time limit makes Go's fuzzer
@@ -44,6 +44,16 @@ bench: bench/mesh/node_modules/.package-lock.json
 # working; the report goes to a temporary file.
 bench-smoke: bench/mesh/node_modules/.package-lock.json
 	go run ./bench -smoke
+
+# CPU and allocation profiles of the gateway serving one of the benchmark
+# queries (bench/queries.go) under the harness's load, written to
+# bench/profiles/$(QUERY)/; it prints how to read them. PROFILE_ARGS go to
+# the harness, such as PROFILE_ARGS="-profile-clients 200 -profile-duration 30s".
+QUERY ?= Overview
+PROFILE_ARGS ?=
+
+profile:
+	go run ./bench -profile $(QUERY) $(PROFILE_ARGS)
 
 bench/mesh/node_modules/.package-lock.json: bench/mesh/package-lock.json bench/mesh/package.json
 	cd bench/mesh && npm ci

@@ -57,29 +57,14 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 		}
 	}()
 
-	simPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	e.simURL = fmt.Sprintf("http://127.0.0.1:%d", simPort)
-	e.simLog, err = os.OpenFile(filepath.Join(b.dir, fmt.Sprintf("costsim-%v.log", latency)),
-		os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	e.sim, err = startProc("costsim", "", nil, e.simLog, b.costsim,
-		"-listen", fmt.Sprintf("127.0.0.1:%d", simPort), "-latency", latency.String())
-	if err != nil {
-		return nil, err
-	}
-	if err := waitHTTP(ctx, e.sim, e.simURL+"/v1/budgets", 0, 30*time.Second); err != nil {
+	if e.sim, e.simURL, e.simLog, err = startSim(ctx, b, latency); err != nil {
 		return nil, err
 	}
 	if e.fx, err = seed(ctx, e.simURL); err != nil {
 		return nil, fmt.Errorf("seed the simulator: %w", err)
 	}
 
-	if e.gateway, e.gwURL, err = startGateway(ctx, "gateway", b.gateway, e.simURL); err != nil {
+	if e.gateway, e.gwURL, err = startGateway(ctx, "gateway", b.gateway, e.simURL, nil); err != nil {
 		return nil, err
 	}
 	gw, err := newGraphQL(nameGateway, e.gwURL, e.gateway.pid(), false, e.fx)
@@ -104,7 +89,7 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 	}
 	if b.baseline != "" {
 		var url string
-		if e.base, url, err = startGateway(ctx, "baseline", b.baseline, e.simURL); err != nil {
+		if e.base, url, err = startGateway(ctx, "baseline", b.baseline, e.simURL, nil); err != nil {
 			return nil, err
 		}
 		bg, err := newGraphQL(nameBaseline, url, e.base.pid(), false, e.fx)
@@ -127,16 +112,44 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 	return e, nil
 }
 
+// startSim starts cmd/costsim with the given latency per call and returns
+// it with its base URL and its log, one line per call.
+func startSim(ctx context.Context, b binaries, latency time.Duration) (p *proc, url string, log *os.File, err error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	log, err = os.OpenFile(filepath.Join(b.dir, fmt.Sprintf("costsim-%v.log", latency)),
+		os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	p, err = startProc("costsim", "", nil, log, b.costsim, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-latency", latency.String())
+	if err != nil {
+		log.Close()
+		return nil, "", nil, err
+	}
+	if err := waitHTTP(ctx, p, url+"/v1/budgets", 0, 30*time.Second); err != nil {
+		p.stop()
+		log.Close()
+		return nil, "", nil, err
+	}
+	return p, url, log, nil
+}
+
 // startGateway starts a gateway binary on the simulator and returns it with
 // its GraphQL URL. It runs as it would in production, access log included
-// (to /dev/null); the playground is off since nothing here uses it.
-func startGateway(ctx context.Context, name, bin, simURL string) (*proc, string, error) {
+// (to /dev/null); the playground is off since nothing here uses it. env and
+// args are added to its environment and flags.
+func startGateway(ctx context.Context, name, bin, simURL string, env []string, args ...string) (*proc, string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := startProc(name, "", nil, nil, bin, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", simURL,
-		"-playground=false", "-cursor-secret", "bench")
+	args = append([]string{"-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", simURL,
+		"-playground=false", "-cursor-secret", "bench"}, args...)
+	p, err := startProc(name, "", env, nil, bin, args...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -57,6 +57,13 @@ type config struct {
 	floor       bool
 	args        []string
 
+	// profile, when set, names the query to profile the gateway on
+	// (profile.go) instead of benchmarking.
+	profile         string
+	profileDir      string
+	profileClients  int
+	profileDuration time.Duration
+
 	// serveFloor, when set, makes this program the floor (floor.go) on
 	// this address instead of the harness; the harness starts it so.
 	serveFloor    string
@@ -102,6 +109,10 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.mesh, "mesh", true, "run GraphQL Mesh (needs `npm ci` in bench/mesh)")
 	fs.IntVar(&c.meshFork, "mesh-fork", runtime.NumCPU(), "Hive Gateway worker processes")
 	fs.StringVar(&c.baseline, "baseline", "", "also run the gateway built from this `directory` (another checkout, such as `git archive` of an older commit) as the contender \"baseline\"")
+	fs.StringVar(&c.profile, "profile", "", "instead of benchmarking, write CPU and allocation profiles of the gateway serving this `query` (make profile QUERY=…)")
+	fs.StringVar(&c.profileDir, "profile-dir", filepath.Join("bench", "profiles"), "with -profile: the profiles go to a `directory` named after the query in it")
+	fs.IntVar(&c.profileClients, "profile-clients", 50, "with -profile: concurrent clients")
+	fs.DurationVar(&c.profileDuration, "profile-duration", 10*time.Second, "with -profile: how long the profiles cover")
 	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
 	fs.StringVar(&c.serveFloor, "serve-floor", "", "serve the extra-hop floor on this `address` instead of benchmarking (the harness starts it so)")
 	fs.StringVar(&c.floorUpstream, "floor-upstream", "", "with -serve-floor: the simulator's base `URL`")
@@ -153,6 +164,14 @@ func parseFlags(args []string) (config, error) {
 		c.warmup, c.duration, c.benchtime, c.rounds = 200*time.Millisecond, 800*time.Millisecond, "1x", 1
 	} else if c.jsonOut == "" {
 		c.jsonOut = strings.TrimSuffix(c.out, filepath.Ext(c.out)) + ".json"
+	}
+	if c.profile != "" {
+		if queryByName(c.profile) == nil {
+			return c, fmt.Errorf("-profile: unknown query %q", c.profile)
+		}
+		if c.profileClients < 1 || c.profileClients > 1000 || c.profileDuration <= 0 || c.profileDuration > 10*time.Minute {
+			return c, errors.New("-profile-clients must be from 1 to 1000, -profile-duration positive and at most 10m")
+		}
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.duration > 10*time.Minute || c.rounds < 1 || c.rounds > 10 {
 		return c, errors.New("-duration must be positive and at most 10m, -warmup not negative, -rounds from 1 to 10")
@@ -217,6 +236,9 @@ type record struct {
 func run(ctx context.Context, cfg config) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run it from the repository root: go run ./bench")
+	}
+	if cfg.profile != "" {
+		return runProfile(ctx, cfg)
 	}
 	if cfg.render != "" {
 		b, err := os.ReadFile(cfg.render)
