@@ -64,6 +64,19 @@ type config struct {
 	profileClients  int
 	profileDuration time.Duration
 
+	// The hostile-traffic benchmark (hostile.go).
+	hostileOnly           bool
+	withHostile           bool
+	attackers             int
+	legitClients          int
+	hostileWindow         time.Duration
+	hostileShapeWindow    time.Duration
+	hostileTimeout        time.Duration
+	hostileRequestTimeout time.Duration
+	hostileRSSCapMiB      int
+	randomDocs            int
+	hostileShapes         []string
+
 	// serveFloor, when set, makes this program the floor (floor.go) on
 	// this address instead of the harness; the harness starts it so.
 	serveFloor    string
@@ -113,6 +126,19 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.profileDir, "profile-dir", filepath.Join("bench", "profiles"), "with -profile: the profiles go to a `directory` named after the query in it")
 	fs.IntVar(&c.profileClients, "profile-clients", 50, "with -profile: concurrent clients")
 	fs.DurationVar(&c.profileDuration, "profile-duration", 10*time.Second, "with -profile: how long the profiles cover")
+	fs.BoolVar(&c.hostileOnly, "hostile", false, "run only the hostile-traffic benchmark; its section replaces the one of the report "+
+		"of -out, whose other sections are rendered again from -json when it exists")
+	fs.BoolVar(&c.withHostile, "with-hostile", true, "end a full run with the hostile-traffic benchmark")
+	fs.IntVar(&c.attackers, "attackers", 50, "hostile: concurrent attackers")
+	fs.IntVar(&c.legitClients, "legit-clients", 4, "hostile: concurrent legitimate clients (another organization's key)")
+	fs.DurationVar(&c.hostileWindow, "hostile-window", 4*time.Second, "hostile: length of the quiet runs and of the attack with every shape at once")
+	fs.DurationVar(&c.hostileShapeWindow, "hostile-shape-window", 3*time.Second, "hostile: length of the attack with each shape alone, "+
+		"longer than -hostile-timeout so that timeouts show (0: none)")
+	fs.DurationVar(&c.hostileTimeout, "hostile-timeout", 2*time.Second, "hostile: client timeout of each hostile request")
+	fs.DurationVar(&c.hostileRequestTimeout, "hostile-request-timeout", time.Second, "hostile: the gateway's -request-timeout")
+	fs.IntVar(&c.hostileRSSCapMiB, "hostile-rss-cap", 2048, "hostile: MiB of RSS at which the harness kills the gateway (0: no cap)")
+	fs.IntVar(&c.randomDocs, "random-docs", 512, "hostile: random documents generated (from a fixed seed) and sent in turn")
+	hshapes := fs.String("hostile-shapes", "", "hostile: comma-separated shapes to send (default all)")
 	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
 	fs.StringVar(&c.serveFloor, "serve-floor", "", "serve the extra-hop floor on this `address` instead of benchmarking (the harness starts it so)")
 	fs.StringVar(&c.floorUpstream, "floor-upstream", "", "with -serve-floor: the simulator's base `URL`")
@@ -162,8 +188,38 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.smoke {
 		c.warmup, c.duration, c.benchtime, c.rounds = 200*time.Millisecond, 800*time.Millisecond, "1x", 1
+		// About a second of hostile traffic: the quiet runs and every shape
+		// at once, no shape alone, and a lower cap on the gateway's memory.
+		for name, apply := range map[string]func(){
+			"hostile-window":       func() { c.hostileWindow = 300 * time.Millisecond },
+			"hostile-shape-window": func() { c.hostileShapeWindow = 0 },
+			"random-docs":          func() { c.randomDocs = 64 },
+			"hostile-rss-cap":      func() { c.hostileRSSCapMiB = 1024 },
+		} {
+			if !set[name] {
+				apply()
+			}
+		}
 	} else if c.jsonOut == "" {
 		c.jsonOut = strings.TrimSuffix(c.out, filepath.Ext(c.out)) + ".json"
+	}
+	if *hshapes != "" {
+		for _, n := range strings.Split(*hshapes, ",") {
+			n = strings.TrimSpace(n)
+			if shapeByName(n) == nil {
+				return c, fmt.Errorf("-hostile-shapes: unknown shape %q", n)
+			}
+			c.hostileShapes = append(c.hostileShapes, n)
+		}
+	}
+	if c.attackers < 1 || c.attackers > 1000 || c.legitClients < 1 || c.legitClients > 1000 || c.hostileWindow <= 0 ||
+		c.hostileShapeWindow < 0 || c.hostileTimeout <= 0 || c.hostileRequestTimeout <= 0 || c.hostileRSSCapMiB < 0 ||
+		c.randomDocs < 1 {
+		return c, errors.New("-attackers and -legit-clients from 1 to 1000, -hostile-window, -hostile-timeout, " +
+			"-hostile-request-timeout positive, -hostile-shape-window, -hostile-rss-cap not negative, -random-docs at least 1")
+	}
+	if c.hostileShapeWindow > 0 && c.hostileShapeWindow <= c.hostileTimeout {
+		return c, fmt.Errorf("-hostile-shape-window (%v) must be longer than -hostile-timeout (%v), or 0", c.hostileShapeWindow, c.hostileTimeout)
 	}
 	if c.profile != "" {
 		if queryByName(c.profile) == nil {
@@ -218,6 +274,8 @@ type report struct {
 	Allocs      []allocResult       `json:"allocs"`
 	// Goals are issue 13's goal lines as the report shows them.
 	Goals []goalRow `json:"goals"`
+	// Hostile is the hostile-traffic benchmark, when it ran.
+	Hostile *hostileReport `json:"hostile,omitempty"`
 }
 
 // callCount is the upstream calls one contender made for one query.
@@ -239,6 +297,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cfg.profile != "" {
 		return runProfile(ctx, cfg)
+	}
+	if cfg.hostileOnly {
+		return runHostileOnly(ctx, cfg)
 	}
 	if cfg.render != "" {
 		b, err := os.ReadFile(cfg.render)
@@ -326,9 +387,78 @@ func run(ctx context.Context, cfg config) error {
 		}
 		rep.Allocs = allocs
 	}
+	if cfg.withHostile && ctx.Err() == nil {
+		logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
+		h, err := runHostile(ctx, cfg, b)
+		if err != nil {
+			failures = append(failures, "hostile traffic: "+err.Error())
+		}
+		if h != nil {
+			failures = append(failures, hostileProblems(h)...)
+		}
+		rep.Hostile = h
+	}
 	rep.Finished = time.Now()
 	rep.Goals = goals13(rep)
 
+	if err := writeReport(cfg, rep); err != nil {
+		return err
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+// runHostileOnly runs the hostile-traffic benchmark alone. Its section
+// replaces the one of the report of an earlier run (read from cfg.jsonOut),
+// whose other sections are kept; without one, the report has that section
+// only. A smoke run writes a temporary file and keeps the report as it is.
+func runHostileOnly(ctx context.Context, cfg config) error {
+	dir, err := os.MkdirTemp("", "costgw-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b := binaries{dir: dir, gateway: filepath.Join(dir, "costgw"), costsim: filepath.Join(dir, "costsim")}
+	logf("building the gateway and cmd/costsim")
+	for _, bin := range [][2]string{{b.gateway, "."}, {b.costsim, "./cmd/costsim"}} {
+		if err := goBuild(ctx, bin[0], bin[1], ""); err != nil {
+			return err
+		}
+	}
+	logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
+	h, err := runHostile(ctx, cfg, b)
+	if err != nil {
+		return err
+	}
+	rep := &report{Started: h.Started, Finished: h.Finished, Command: h.Command, Smoke: cfg.smoke, Machine: describeMachine(b)}
+	if cfg.jsonOut != "" && !cfg.smoke {
+		if old, err := os.ReadFile(cfg.jsonOut); err == nil {
+			var earlier report
+			if err := json.Unmarshal(old, &earlier); err != nil {
+				return fmt.Errorf("%s: %w", cfg.jsonOut, err)
+			}
+			for i := range earlier.Results {
+				earlier.Results[i].derive()
+			}
+			rep = &earlier
+			logf("the other sections are kept from %s (%s)", cfg.jsonOut, rep.Command)
+		}
+	}
+	rep.Hostile = h
+	if err := writeReport(cfg, rep); err != nil {
+		return err
+	}
+	if problems := hostileProblems(h); len(problems) > 0 {
+		return fmt.Errorf("%d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// writeReport writes the report, and its JSON unless in smoke mode, where
+// the report goes to a temporary file.
+func writeReport(cfg config, rep *report) error {
 	out := cfg.out
 	if cfg.smoke {
 		f, err := os.CreateTemp("", "costgw-benchmarks-smoke-*.md")
@@ -347,9 +477,7 @@ func run(ctx context.Context, cfg config) error {
 		if err := os.WriteFile(cfg.jsonOut, b, 0o644); err != nil {
 			return err
 		}
-	}
-	if len(failures) > 0 {
-		return fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  "))
+		logf("wrote %s", cfg.jsonOut)
 	}
 	return nil
 }

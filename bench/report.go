@@ -140,6 +140,12 @@ func metMark(ok bool) string {
 func renderReport(r *report) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	if len(r.Latencies) == 0 {
+		// The hostile-traffic benchmark alone (-hostile without an earlier run).
+		p("# Benchmarks\n\nOnly the hostile-traffic benchmark has run; `go run ./bench` runs the others.\n\n")
+		renderHostile(&b, r.Hostile)
+		return b.String()
+	}
 	throughputLat := r.Latencies[0]
 
 	p("# Benchmarks\n\n")
@@ -188,6 +194,7 @@ func renderReport(r *report) string {
 	renderThroughput(&b, r, throughputLat)
 	renderMemory(&b, r)
 	renderBaseline(&b, r)
+	renderHostile(&b, r.Hostile)
 
 	if notes, err := os.ReadFile(filepath.Join("bench", "NOTES.md")); err == nil {
 		p("%s", notes)
