@@ -223,6 +223,9 @@ func renderGoals(b *strings.Builder, r *report) {
 	p("upstream call: the issue names the Overview and the Dashboard, and the BudgetDetail (two calls, one tier)\n")
 	p("is held to the same goal.\n\n")
 	renderGoalTable(b, goals13(r))
+	if r.Hostile != nil {
+		p("The goals of the hostile-traffic benchmark (issue 14) are under [Hostile traffic](#hostile-traffic-issue-14).\n\n")
+	}
 
 	p("### CPU per request at %d clients\n\n", n)
 	p("CPU-µs per request of each contender's own processes (fewer is better); `simulator` is the simulator's\n")

@@ -1,19 +1,23 @@
 // Command bench measures the gateway side by side with a hand-written REST
-// client and GraphQL Mesh, all on the same simulator process, and writes
-// docs/benchmarks.md.
+// client, the same client's work behind one more HTTP hop (the extra-hop
+// floor) and GraphQL Mesh, all on the same simulator process, then attacks
+// it with hostile traffic, and writes docs/benchmarks.md and its JSON.
 //
 // Run it from the repository root:
 //
-//	(cd bench/mesh && npm ci)   # once: GraphQL Mesh and Hive Gateway
-//	go run ./bench              # the full run, a few minutes
-//	go run ./bench -smoke       # every configuration for about a second; CI
+//	(cd bench/mesh && npm ci)    # once: GraphQL Mesh and Hive Gateway
+//	go run ./bench               # the full run, about twenty minutes
+//	go run ./bench -smoke        # every configuration for about a second; CI
+//	go run ./bench -hostile      # the hostile-traffic benchmark alone (hostile.go)
+//	go run ./bench -profile Q    # CPU and allocation profiles of the gateway serving Q (profile.go)
 //
 // It builds the gateway and cmd/costsim, starts them on loopback ports, seeds
-// the simulator to 50 budgets, composes and starts Mesh over
-// upstream/openapi.yaml, checks that all three give the same answers, counts
-// the upstream calls of each query, then runs every query at each
-// concurrency, one contender after the other. Each run is bounded in time
-// and everything it started is stopped at the end.
+// the simulator to 50 budgets, starts the floor (floor.go) and composes and
+// starts Mesh over upstream/openapi.yaml, checks that all give the same
+// answers, counts the upstream calls of each query, then runs every query at
+// each concurrency, one contender after the other, reading each one's CPU
+// time and memory from /proc. Each run is bounded in time and everything it
+// started is stopped at the end.
 package main
 
 import (
