@@ -23,6 +23,9 @@ type binaries struct {
 	// baseline, when set, is a gateway built from another checkout, run
 	// beside the current one for a before/after comparison.
 	baseline string
+	// floor, when set, is this program, started again to serve the
+	// extra-hop floor (floor.go).
+	floor string
 }
 
 // env is one set of processes on loopback: the simulator with a fixed
@@ -34,6 +37,7 @@ type env struct {
 	simLog  *os.File // the simulator's access log, one line per call
 	gateway *proc
 	gwURL   string
+	floor   *proc
 	base    *proc
 	mesh    *proc
 	meshURL string
@@ -43,7 +47,8 @@ type env struct {
 }
 
 // startEnv starts the simulator with the given latency, seeds the data the
-// queries need, then starts the gateway and, if wanted, Mesh.
+// queries need, then starts the gateway, the floor if b has one, and, if
+// wanted, Mesh.
 func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh bool, meshFork int) (_ *env, err error) {
 	e := &env{latency: latency}
 	defer func() {
@@ -52,29 +57,14 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 		}
 	}()
 
-	simPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	e.simURL = fmt.Sprintf("http://127.0.0.1:%d", simPort)
-	e.simLog, err = os.OpenFile(filepath.Join(b.dir, fmt.Sprintf("costsim-%v.log", latency)),
-		os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	e.sim, err = startProc("costsim", "", nil, e.simLog, b.costsim,
-		"-listen", fmt.Sprintf("127.0.0.1:%d", simPort), "-latency", latency.String())
-	if err != nil {
-		return nil, err
-	}
-	if err := waitHTTP(ctx, e.sim, e.simURL+"/v1/budgets", 0, 30*time.Second); err != nil {
+	if e.sim, e.simURL, e.simLog, err = startSim(ctx, b, latency); err != nil {
 		return nil, err
 	}
 	if e.fx, err = seed(ctx, e.simURL); err != nil {
 		return nil, fmt.Errorf("seed the simulator: %w", err)
 	}
 
-	if e.gateway, e.gwURL, err = startGateway(ctx, "gateway", b.gateway, e.simURL); err != nil {
+	if e.gateway, e.gwURL, err = startGateway(ctx, "gateway", b.gateway, e.simURL, nil); err != nil {
 		return nil, err
 	}
 	gw, err := newGraphQL(nameGateway, e.gwURL, e.gateway.pid(), false, e.fx)
@@ -86,9 +76,20 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 		return nil, err
 	}
 	e.contenders = []contender{gw, d}
+	if b.floor != "" {
+		var url string
+		if e.floor, url, err = startFloor(ctx, b.floor, e.simURL, e.fx); err != nil {
+			return nil, err
+		}
+		f, err := newFloor(url, e.floor.pid(), e.fx)
+		if err != nil {
+			return nil, err
+		}
+		e.contenders = append(e.contenders, f)
+	}
 	if b.baseline != "" {
 		var url string
-		if e.base, url, err = startGateway(ctx, "baseline", b.baseline, e.simURL); err != nil {
+		if e.base, url, err = startGateway(ctx, "baseline", b.baseline, e.simURL, nil); err != nil {
 			return nil, err
 		}
 		bg, err := newGraphQL(nameBaseline, url, e.base.pid(), false, e.fx)
@@ -111,16 +112,44 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 	return e, nil
 }
 
+// startSim starts cmd/costsim with the given latency per call and returns
+// it with its base URL and its log, one line per call.
+func startSim(ctx context.Context, b binaries, latency time.Duration) (p *proc, url string, log *os.File, err error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	log, err = os.OpenFile(filepath.Join(b.dir, fmt.Sprintf("costsim-%v.log", latency)),
+		os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	p, err = startProc("costsim", "", nil, log, b.costsim, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-latency", latency.String())
+	if err != nil {
+		log.Close()
+		return nil, "", nil, err
+	}
+	if err := waitHTTP(ctx, p, url+"/v1/budgets", 0, 30*time.Second); err != nil {
+		p.stop()
+		log.Close()
+		return nil, "", nil, err
+	}
+	return p, url, log, nil
+}
+
 // startGateway starts a gateway binary on the simulator and returns it with
 // its GraphQL URL. It runs as it would in production, access log included
-// (to /dev/null); the playground is off since nothing here uses it.
-func startGateway(ctx context.Context, name, bin, simURL string) (*proc, string, error) {
+// (to /dev/null); the playground is off since nothing here uses it. env and
+// args are added to its environment and flags.
+func startGateway(ctx context.Context, name, bin, simURL string, env []string, args ...string) (*proc, string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := startProc(name, "", nil, nil, bin, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", simURL,
-		"-playground=false", "-cursor-secret", "bench")
+	args = append([]string{"-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", simURL,
+		"-playground=false", "-cursor-secret", "bench"}, args...)
+	p, err := startProc(name, "", env, nil, bin, args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -179,6 +208,7 @@ func (e *env) stop() {
 	}
 	e.mesh.stop()
 	e.base.stop()
+	e.floor.stop()
 	e.gateway.stop()
 	e.sim.stop()
 	if e.simLog != nil {

@@ -22,6 +22,9 @@ const (
 	nameGateway = "gateway"
 	nameDirect  = "direct"
 	nameMesh    = "mesh"
+	// nameFloor is the extra-hop floor: the direct client's work served by
+	// a minimal HTTP handler in a process of its own (floor.go).
+	nameFloor = "floor"
 	// nameBaseline is the gateway built from another checkout (-baseline).
 	nameBaseline = "baseline"
 )
@@ -39,13 +42,16 @@ type contender interface {
 	close()
 }
 
-// graphQL is a GraphQL server over HTTP: the gateway or Mesh.
+// graphQL is a contender in a process of its own, reached over HTTP: the
+// gateway or Mesh, which take a GraphQL request, or the floor, which takes
+// the query's name in its path.
 type graphQL struct {
 	label  string
 	url    string
 	pid    int
 	mesh   bool
 	bodies map[string][]byte // request body per query
+	urls   map[string]string // URL per query, when not url
 	hc     *http.Client
 }
 
@@ -92,7 +98,11 @@ func (g *graphQL) close()                 { g.hc.CloseIdleConnections(); g.reset
 var errMarkers = [][]byte{[]byte(`"errors":`), []byte(`"error":{`)}
 
 func (g *graphQL) do(ctx context.Context, q *query, buf *bytes.Buffer) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", g.url, bytes.NewReader(g.bodies[q.Name]))
+	url := g.url
+	if u, ok := g.urls[q.Name]; ok {
+		url = u
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(g.bodies[q.Name]))
 	if err != nil {
 		return err
 	}
@@ -163,7 +173,23 @@ type result struct {
 	P95         time.Duration `json:"p95"`
 	P99         time.Duration `json:"p99"`
 	PeakRSS     int64         `json:"peak_rss,omitempty"` // bytes, when measured
+
+	// Derived from the above by derive, for readers of the JSON: the
+	// contender's requests per CPU-second and CPU-µs per request, and the
+	// simulator's CPU-µs per request of this contender.
+	RequestsPerCPUSecond float64 `json:"requests_per_cpu_second"`
+	CPUPerRequestUS      float64 `json:"cpu_us_per_request"`
+	SimCPUPerRequestUS   float64 `json:"sim_cpu_us_per_request"`
 }
+
+// derive sets the derived fields.
+func (r *result) derive() {
+	r.RequestsPerCPUSecond = r.PerCPU()
+	r.CPUPerRequestUS = us(r.CPUPerRequest())
+	r.SimCPUPerRequestUS = us(r.SimCPUPerRequest())
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // RPS is the completed requests per second.
 func (r result) RPS() float64 {
@@ -181,6 +207,23 @@ func (r result) PerCPU() float64 {
 	return float64(r.Requests) / r.CPU.Seconds()
 }
 
+// CPUPerRequest is the contender's CPU time per completed request.
+func (r result) CPUPerRequest() time.Duration {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Requests)
+}
+
+// SimCPUPerRequest is the simulator's CPU time per completed request of the
+// contender: what the upstream calls of one request cost the simulator.
+func (r result) SimCPUPerRequest() time.Duration {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.SimCPU / time.Duration(r.Requests)
+}
+
 // loadSpec is one load run to make.
 type loadSpec struct {
 	q           *query
@@ -190,6 +233,9 @@ type loadSpec struct {
 	latency     time.Duration
 	measureRSS  bool
 	simPid      int
+	// atStart and atEnd, when set, are called as the measured window opens
+	// and closes (make profile starts and stops the profiles with them).
+	atStart, atEnd func()
 }
 
 // maxWarmup bounds how long a run waits for every client's first answer.
@@ -249,6 +295,9 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 		from = time.Now()
 		to = from.Add(s.duration)
 		mu.Unlock()
+		if s.atStart != nil {
+			s.atStart()
+		}
 		cpu0, sim0 = cpuOf(pids), cpuOf([]int{s.simPid})
 		select {
 		case <-time.After(s.duration):
@@ -256,6 +305,9 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 			return
 		}
 		cpu1, sim1 = cpuOf(pids), cpuOf([]int{s.simPid})
+		if s.atEnd != nil {
+			s.atEnd()
+		}
 		if s.measureRSS && rssErr == nil {
 			res.PeakRSS = peakRSS(pids)
 		}
@@ -313,6 +365,7 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 	res.Requests = len(latencies)
 	slices.Sort(latencies)
 	res.P50, res.P95, res.P99 = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
+	res.derive()
 	c.close()
 	return res, latencies
 }
@@ -337,6 +390,7 @@ func merge(rounds []result, samples [][]time.Duration) result {
 	}
 	slices.Sort(all)
 	out.P50, out.P95, out.P99 = percentile(all, 0.50), percentile(all, 0.95), percentile(all, 0.99)
+	out.derive()
 	return out
 }
 

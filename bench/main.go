@@ -1,19 +1,23 @@
 // Command bench measures the gateway side by side with a hand-written REST
-// client and GraphQL Mesh, all on the same simulator process, and writes
-// docs/benchmarks.md.
+// client, the same client's work behind one more HTTP hop (the extra-hop
+// floor) and GraphQL Mesh, all on the same simulator process, then attacks
+// it with hostile traffic, and writes docs/benchmarks.md and its JSON.
 //
 // Run it from the repository root:
 //
-//	(cd bench/mesh && npm ci)   # once: GraphQL Mesh and Hive Gateway
-//	go run ./bench              # the full run, a few minutes
-//	go run ./bench -smoke       # every configuration for about a second; CI
+//	(cd bench/mesh && npm ci)    # once: GraphQL Mesh and Hive Gateway
+//	go run ./bench               # the full run, about twenty minutes
+//	go run ./bench -smoke        # every configuration for about a second; CI
+//	go run ./bench -hostile      # the hostile-traffic benchmark alone (hostile.go)
+//	go run ./bench -profile Q    # CPU and allocation profiles of the gateway serving Q (profile.go)
 //
 // It builds the gateway and cmd/costsim, starts them on loopback ports, seeds
-// the simulator to 50 budgets, composes and starts Mesh over
-// upstream/openapi.yaml, checks that all three give the same answers, counts
-// the upstream calls of each query, then runs every query at each
-// concurrency, one contender after the other. Each run is bounded in time
-// and everything it started is stopped at the end.
+// the simulator to 50 budgets, starts the floor (floor.go) and composes and
+// starts Mesh over upstream/openapi.yaml, checks that all give the same
+// answers, counts the upstream calls of each query, then runs every query at
+// each concurrency, one contender after the other, reading each one's CPU
+// time and memory from /proc. Each run is bounded in time and everything it
+// started is stopped at the end.
 package main
 
 import (
@@ -54,7 +58,34 @@ type config struct {
 	benchtime   string
 	baseline    string
 	rounds      int
+	floor       bool
 	args        []string
+
+	// profile, when set, names the query to profile the gateway on
+	// (profile.go) instead of benchmarking.
+	profile         string
+	profileDir      string
+	profileClients  int
+	profileDuration time.Duration
+
+	// The hostile-traffic benchmark (hostile.go).
+	hostileOnly           bool
+	withHostile           bool
+	attackers             int
+	legitClients          int
+	hostileWindow         time.Duration
+	hostileShapeWindow    time.Duration
+	hostileTimeout        time.Duration
+	hostileRequestTimeout time.Duration
+	hostileRSSCapMiB      int
+	randomDocs            int
+	hostileShapes         []string
+
+	// serveFloor, when set, makes this program the floor (floor.go) on
+	// this address instead of the harness; the harness starts it so.
+	serveFloor    string
+	floorUpstream string
+	floorBudget   string
 }
 
 func main() {
@@ -68,7 +99,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if err := run(ctx, cfg); err != nil {
+	if cfg.serveFloor != "" {
+		err = serveFloor(ctx, cfg.serveFloor, cfg.floorUpstream, fixture{BudgetID: cfg.floorBudget, Explorer: dashboardQuery()})
+	} else {
+		err = run(ctx, cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -84,12 +120,33 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "least warm-up of each round, not counted")
 	fs.DurationVar(&c.duration, "duration", 4*time.Second, "measured length of each configuration, over all its rounds")
 	fs.IntVar(&c.rounds, "rounds", 2, "rounds of each configuration, the contenders in turn")
-	conc := fs.String("concurrency", "1,50,200", "concurrent clients of the throughput runs")
+	conc := fs.String("concurrency", "1,50,200", "concurrent clients of the throughput runs (smoke mode: "+smokeConcurrency+" unless given)")
 	lats := fs.String("latencies", "0s,20ms", "upstream latencies; the first gets the throughput runs, each gets the critical-path runs")
 	qs := fs.String("queries", "", "comma-separated query names to run (default all)")
 	fs.BoolVar(&c.mesh, "mesh", true, "run GraphQL Mesh (needs `npm ci` in bench/mesh)")
 	fs.IntVar(&c.meshFork, "mesh-fork", runtime.NumCPU(), "Hive Gateway worker processes")
 	fs.StringVar(&c.baseline, "baseline", "", "also run the gateway built from this `directory` (another checkout, such as `git archive` of an older commit) as the contender \"baseline\"")
+	fs.StringVar(&c.profile, "profile", "", "instead of benchmarking, write CPU and allocation profiles of the gateway serving this `query` (make profile QUERY=…)")
+	fs.StringVar(&c.profileDir, "profile-dir", filepath.Join("bench", "profiles"), "with -profile: the profiles go to a `directory` named after the query in it")
+	fs.IntVar(&c.profileClients, "profile-clients", 50, "with -profile: concurrent clients")
+	fs.DurationVar(&c.profileDuration, "profile-duration", 10*time.Second, "with -profile: how long the profiles cover")
+	fs.BoolVar(&c.hostileOnly, "hostile", false, "run only the hostile-traffic benchmark; its section replaces the one of the report "+
+		"of -out, whose other sections are rendered again from -json when it exists")
+	fs.BoolVar(&c.withHostile, "with-hostile", true, "end a full run with the hostile-traffic benchmark")
+	fs.IntVar(&c.attackers, "attackers", 50, "hostile: concurrent attackers")
+	fs.IntVar(&c.legitClients, "legit-clients", 4, "hostile: concurrent legitimate clients (another organization's key)")
+	fs.DurationVar(&c.hostileWindow, "hostile-window", 4*time.Second, "hostile: length of the quiet runs and of the attack with every shape at once")
+	fs.DurationVar(&c.hostileShapeWindow, "hostile-shape-window", 3*time.Second, "hostile: length of the attack with each shape alone, "+
+		"longer than -hostile-timeout so that timeouts show (0: none)")
+	fs.DurationVar(&c.hostileTimeout, "hostile-timeout", 2*time.Second, "hostile: client timeout of each hostile request")
+	fs.DurationVar(&c.hostileRequestTimeout, "hostile-request-timeout", time.Second, "hostile: the gateway's -request-timeout")
+	fs.IntVar(&c.hostileRSSCapMiB, "hostile-rss-cap", 2048, "hostile: MiB of RSS at which the harness kills the gateway (0: no cap)")
+	fs.IntVar(&c.randomDocs, "random-docs", 512, "hostile: random documents generated (from a fixed seed) and sent in turn")
+	hshapes := fs.String("hostile-shapes", "", "hostile: comma-separated shapes to send (default all)")
+	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
+	fs.StringVar(&c.serveFloor, "serve-floor", "", "serve the extra-hop floor on this `address` instead of benchmarking (the harness starts it so)")
+	fs.StringVar(&c.floorUpstream, "floor-upstream", "", "with -serve-floor: the simulator's base `URL`")
+	fs.StringVar(&c.floorBudget, "floor-budget", "", "with -serve-floor: the REST `id` of the budget of BudgetDetail")
 	fs.BoolVar(&c.allocs, "allocs", true, "run the in-process allocation benchmarks (go test -bench)")
 	fs.StringVar(&c.benchtime, "benchtime", "2s", "-benchtime of the allocation benchmarks")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +156,17 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	c.args = args
+	if c.serveFloor != "" {
+		if c.floorUpstream == "" {
+			return c, errors.New("-serve-floor needs -floor-upstream")
+		}
+		return c, nil
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.smoke && !set["concurrency"] {
+		*conc = smokeConcurrency
+	}
 	for _, s := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 1000 {
@@ -124,14 +192,58 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.smoke {
 		c.warmup, c.duration, c.benchtime, c.rounds = 200*time.Millisecond, 800*time.Millisecond, "1x", 1
+		// About a second of hostile traffic: the quiet runs and every shape
+		// at once, no shape alone, and a lower cap on the gateway's memory.
+		for name, apply := range map[string]func(){
+			"hostile-window":       func() { c.hostileWindow = 300 * time.Millisecond },
+			"hostile-shape-window": func() { c.hostileShapeWindow = 0 },
+			"random-docs":          func() { c.randomDocs = 64 },
+			"hostile-rss-cap":      func() { c.hostileRSSCapMiB = 1024 },
+		} {
+			if !set[name] {
+				apply()
+			}
+		}
 	} else if c.jsonOut == "" {
 		c.jsonOut = strings.TrimSuffix(c.out, filepath.Ext(c.out)) + ".json"
+	}
+	if *hshapes != "" {
+		for _, n := range strings.Split(*hshapes, ",") {
+			n = strings.TrimSpace(n)
+			if shapeByName(n) == nil {
+				return c, fmt.Errorf("-hostile-shapes: unknown shape %q", n)
+			}
+			c.hostileShapes = append(c.hostileShapes, n)
+		}
+	}
+	if c.attackers < 1 || c.attackers > 1000 || c.legitClients < 1 || c.legitClients > 1000 || c.hostileWindow <= 0 ||
+		c.hostileShapeWindow < 0 || c.hostileTimeout <= 0 || c.hostileRequestTimeout <= 0 || c.hostileRSSCapMiB < 0 ||
+		c.randomDocs < 1 {
+		return c, errors.New("-attackers and -legit-clients from 1 to 1000, -hostile-window, -hostile-timeout, " +
+			"-hostile-request-timeout positive, -hostile-shape-window, -hostile-rss-cap not negative, -random-docs at least 1")
+	}
+	if c.hostileShapeWindow > 0 && c.hostileShapeWindow <= c.hostileTimeout {
+		return c, fmt.Errorf("-hostile-shape-window (%v) must be longer than -hostile-timeout (%v), or 0", c.hostileShapeWindow, c.hostileTimeout)
+	}
+	if c.profile != "" {
+		if queryByName(c.profile) == nil {
+			return c, fmt.Errorf("-profile: unknown query %q", c.profile)
+		}
+		if c.profileClients < 1 || c.profileClients > 1000 || c.profileDuration <= 0 || c.profileDuration > 10*time.Minute {
+			return c, errors.New("-profile-clients must be from 1 to 1000, -profile-duration positive and at most 10m")
+		}
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.duration > 10*time.Minute || c.rounds < 1 || c.rounds > 10 {
 		return c, errors.New("-duration must be positive and at most 10m, -warmup not negative, -rounds from 1 to 10")
 	}
 	return c, nil
 }
+
+// smokeConcurrency is the clients of a smoke run: enough to run every
+// configuration, few enough that the slowest contender (Mesh's overview,
+// a few requests a second) answers every client's first request at once,
+// where 200 clients took minutes of warm-up and met the client timeout.
+const smokeConcurrency = "1,8"
 
 // selected returns the queries to run.
 func (c config) selected() []*query {
@@ -164,6 +276,10 @@ type report struct {
 	Records     map[string][]record `json:"records"`
 	Results     []result            `json:"results"`
 	Allocs      []allocResult       `json:"allocs"`
+	// Goals are issue 13's goal lines as the report shows them.
+	Goals []goalRow `json:"goals"`
+	// Hostile is the hostile-traffic benchmark, when it ran.
+	Hostile *hostileReport `json:"hostile,omitempty"`
 }
 
 // callCount is the upstream calls one contender made for one query.
@@ -183,6 +299,12 @@ func run(ctx context.Context, cfg config) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run it from the repository root: go run ./bench")
 	}
+	if cfg.profile != "" {
+		return runProfile(ctx, cfg)
+	}
+	if cfg.hostileOnly {
+		return runHostileOnly(ctx, cfg)
+	}
 	if cfg.render != "" {
 		b, err := os.ReadFile(cfg.render)
 		if err != nil {
@@ -191,6 +313,9 @@ func run(ctx context.Context, cfg config) error {
 		var rep report
 		if err := json.Unmarshal(b, &rep); err != nil {
 			return fmt.Errorf("%s: %w", cfg.render, err)
+		}
+		for i := range rep.Results {
+			rep.Results[i].derive()
 		}
 		return os.WriteFile(cfg.out, []byte(renderReport(&rep)), 0o644)
 	}
@@ -211,6 +336,11 @@ func run(ctx context.Context, cfg config) error {
 	b := binaries{dir: dir, gateway: filepath.Join(dir, "costgw"), costsim: filepath.Join(dir, "costsim"),
 		meshDir: filepath.Join("bench", "mesh")}
 	builds := [][3]string{{b.gateway, ".", ""}, {b.costsim, "./cmd/costsim", ""}}
+	if cfg.floor {
+		if b.floor, err = os.Executable(); err != nil {
+			return fmt.Errorf("the floor runs this program again: %w", err)
+		}
+	}
 	if cfg.baseline != "" {
 		b.baseline = filepath.Join(dir, "costgw-baseline")
 		builds = append(builds, [3]string{b.baseline, ".", cfg.baseline})
@@ -261,8 +391,78 @@ func run(ctx context.Context, cfg config) error {
 		}
 		rep.Allocs = allocs
 	}
+	if cfg.withHostile && ctx.Err() == nil {
+		logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
+		h, err := runHostile(ctx, cfg, b)
+		if err != nil {
+			failures = append(failures, "hostile traffic: "+err.Error())
+		}
+		if h != nil {
+			failures = append(failures, hostileProblems(h)...)
+		}
+		rep.Hostile = h
+	}
 	rep.Finished = time.Now()
+	rep.Goals = goals13(rep)
 
+	if err := writeReport(cfg, rep); err != nil {
+		return err
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+// runHostileOnly runs the hostile-traffic benchmark alone. Its section
+// replaces the one of the report of an earlier run (read from cfg.jsonOut),
+// whose other sections are kept; without one, the report has that section
+// only. A smoke run writes a temporary file and keeps the report as it is.
+func runHostileOnly(ctx context.Context, cfg config) error {
+	dir, err := os.MkdirTemp("", "costgw-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b := binaries{dir: dir, gateway: filepath.Join(dir, "costgw"), costsim: filepath.Join(dir, "costsim")}
+	logf("building the gateway and cmd/costsim")
+	for _, bin := range [][2]string{{b.gateway, "."}, {b.costsim, "./cmd/costsim"}} {
+		if err := goBuild(ctx, bin[0], bin[1], ""); err != nil {
+			return err
+		}
+	}
+	logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
+	h, err := runHostile(ctx, cfg, b)
+	if err != nil {
+		return err
+	}
+	rep := &report{Started: h.Started, Finished: h.Finished, Command: h.Command, Smoke: cfg.smoke, Machine: describeMachine(b)}
+	if cfg.jsonOut != "" && !cfg.smoke {
+		if old, err := os.ReadFile(cfg.jsonOut); err == nil {
+			var earlier report
+			if err := json.Unmarshal(old, &earlier); err != nil {
+				return fmt.Errorf("%s: %w", cfg.jsonOut, err)
+			}
+			for i := range earlier.Results {
+				earlier.Results[i].derive()
+			}
+			rep = &earlier
+			logf("the other sections are kept from %s (%s)", cfg.jsonOut, rep.Command)
+		}
+	}
+	rep.Hostile = h
+	if err := writeReport(cfg, rep); err != nil {
+		return err
+	}
+	if problems := hostileProblems(h); len(problems) > 0 {
+		return fmt.Errorf("%d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// writeReport writes the report, and its JSON unless in smoke mode, where
+// the report goes to a temporary file.
+func writeReport(cfg config, rep *report) error {
 	out := cfg.out
 	if cfg.smoke {
 		f, err := os.CreateTemp("", "costgw-benchmarks-smoke-*.md")
@@ -281,9 +481,7 @@ func run(ctx context.Context, cfg config) error {
 		if err := os.WriteFile(cfg.jsonOut, b, 0o644); err != nil {
 			return err
 		}
-	}
-	if len(failures) > 0 {
-		return fmt.Errorf("%d problem(s):\n  %s", len(failures), strings.Join(failures, "\n  "))
+		logf("wrote %s", cfg.jsonOut)
 	}
 	return nil
 }

@@ -68,6 +68,17 @@ func (p *proc) stop() {
 	}
 }
 
+// kill ends the process group at once (SIGKILL) and waits for it: for a
+// gateway that may be busy for seconds more with requests whose clients
+// have gone, which a graceful stop would wait for.
+func (p *proc) kill() {
+	if p == nil || p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+	<-p.done
+}
+
 // freePort returns a loopback port that was free a moment ago.
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

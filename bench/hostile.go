@@ -1,0 +1,683 @@
+package main
+
+// The hostile-traffic benchmark of issue 14 ("Done means"): every hostile
+// shape the issue lists, and random documents, sent by concurrent attackers
+// with and without a key while legitimate traffic from another
+// organization's key runs at the same time. It measures the gateway's CPU
+// per hostile request answered, its peak RSS, and the legitimate traffic's
+// throughput against a quiet run (the same legitimate load, no attack).
+//
+// Phases: a quiet run; one attack per shape; every shape at once; a quiet
+// run again (the quiet figure is the mean of the two). Each phase runs on a
+// gateway of its own, started for it and killed after it, so that what one
+// shape leaves behind (a full query cache, an open circuit breaker, work
+// still running for requests whose clients gave up) weighs on no other.
+// The simulator is shared: the attackers' organization is not the
+// legitimate traffic's.
+//
+// Everything is bounded in time: each hostile request has a client timeout,
+// and a shape the gateway does not answer within it is reported as timed
+// out, not waited for; each phase lasts its window and no more. A watchdog
+// kills the gateway when its RSS passes a cap, so that a shape that takes
+// gigabytes cannot take the shared machine down with it; the phase says so.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/costgw/gateway/graph/relay"
+	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// legitKey is the key of the legitimate traffic: organization two, not the
+// attackers' organization one.
+const legitKey = sim.OtherOrgKey
+
+// legitQuery is what the legitimate clients ask, back to back.
+const legitQuery = "BudgetList"
+
+// Phase kinds.
+const (
+	phaseQuiet = "quiet"
+	phaseShape = "shape"
+	phaseMixed = "mixed"
+)
+
+// Goals of issue 14's hostile-traffic benchmark.
+const (
+	goalHostileCPU   = 5 * time.Millisecond
+	goalHostileRSS   = 150 << 20
+	goalLegitOfQuiet = 0.90
+)
+
+// hostileReport is everything the hostile-traffic benchmark measured.
+type hostileReport struct {
+	Started        time.Time      `json:"started"`
+	Finished       time.Time      `json:"finished"`
+	Command        string         `json:"command"`
+	Smoke          bool           `json:"smoke"`
+	Attackers      int            `json:"attackers"`
+	LegitClients   int            `json:"legit_clients"`
+	LegitQuery     string         `json:"legit_query"`
+	Window         time.Duration  `json:"window"`
+	ShapeWindow    time.Duration  `json:"shape_window"`
+	Timeout        time.Duration  `json:"timeout"`
+	RequestTimeout time.Duration  `json:"request_timeout"`
+	RSSCap         int64          `json:"rss_cap"`
+	RandomDocs     int            `json:"random_docs"`
+	Shapes         []hostileShape `json:"shapes"`
+	Phases         []hostilePhase `json:"phases"`
+	Goals          []goalRow      `json:"goals"`
+}
+
+// hostilePhase is one phase: a window of legitimate traffic, with or
+// without an attack.
+type hostilePhase struct {
+	Name       string        `json:"name"`
+	Kind       string        `json:"kind"`
+	Window     time.Duration `json:"window"`
+	GatewayCPU time.Duration `json:"gateway_cpu"`
+	PeakRSS    int64         `json:"peak_rss"`
+	// Stopped says why the gateway ended before the window did.
+	Stopped         string                 `json:"stopped,omitempty"`
+	LegitOK         int                    `json:"legit_ok"`
+	LegitErrors     int                    `json:"legit_errors"`
+	LegitFirstError string                 `json:"legit_first_error,omitempty"`
+	Hostile         map[string]*shapeStats `json:"hostile,omitempty"`
+}
+
+// shapeStats is what the attackers saw of one shape in one phase.
+type shapeStats struct {
+	Sent               int `json:"sent"`
+	AnsweredWithKey    int `json:"answered_with_key"`
+	AnsweredWithoutKey int `json:"answered_without_key"`
+	// TimedOut met the client timeout; Failed ended otherwise without an
+	// answer (a connection reset, a gateway that died); Unfinished were in
+	// flight when the window closed.
+	TimedOut   int `json:"timed_out"`
+	Failed     int `json:"failed"`
+	Unfinished int `json:"unfinished"`
+	// Statuses counts the answers by status and first extensions.code.
+	Statuses       map[string]int `json:"statuses"`
+	MaxAnswerBytes int            `json:"max_answer_bytes"`
+	// SlowestAnswer is the longest an answered request took.
+	SlowestAnswer time.Duration `json:"slowest_answer"`
+	FirstFailure  string        `json:"first_failure,omitempty"`
+}
+
+func (s *shapeStats) answered() int { return s.AnsweredWithKey + s.AnsweredWithoutKey }
+
+func (s *shapeStats) add(o *shapeStats) {
+	s.Sent += o.Sent
+	s.AnsweredWithKey += o.AnsweredWithKey
+	s.AnsweredWithoutKey += o.AnsweredWithoutKey
+	s.TimedOut += o.TimedOut
+	s.Failed += o.Failed
+	s.Unfinished += o.Unfinished
+	if s.Statuses == nil {
+		s.Statuses = map[string]int{}
+	}
+	for k, v := range o.Statuses {
+		s.Statuses[k] += v
+	}
+	s.MaxAnswerBytes = max(s.MaxAnswerBytes, o.MaxAnswerBytes)
+	s.SlowestAnswer = max(s.SlowestAnswer, o.SlowestAnswer)
+	if s.FirstFailure == "" {
+		s.FirstFailure = o.FirstFailure
+	}
+}
+
+// total is the stats of every shape of the phase together.
+func (ph *hostilePhase) total() *shapeStats {
+	t := &shapeStats{}
+	for _, name := range sortedKeys(ph.Hostile) {
+		t.add(ph.Hostile[name])
+	}
+	return t
+}
+
+func (ph *hostilePhase) legitRPS() float64 {
+	if ph.Window <= 0 {
+		return 0
+	}
+	return float64(ph.LegitOK) / ph.Window.Seconds()
+}
+
+// quiet is the reference of the quiet phases: legitimate requests per
+// second (their mean) and the gateway's CPU per legitimate request.
+func (r *hostileReport) quiet() (rps float64, cpuPerLegit time.Duration) {
+	var n, ok int
+	var cpu time.Duration
+	for _, ph := range r.Phases {
+		if ph.Kind == phaseQuiet {
+			rps += ph.legitRPS()
+			n++
+			ok += ph.LegitOK
+			cpu += ph.GatewayCPU
+		}
+	}
+	if n == 0 || ok == 0 {
+		return 0, 0
+	}
+	return rps / float64(n), cpu / time.Duration(ok)
+}
+
+// hostileCPU is the gateway's CPU in a phase net of the legitimate traffic
+// (its requests × the quiet run's CPU per request), and gross.
+func (r *hostileReport) hostileCPU(ph *hostilePhase) (net, gross time.Duration) {
+	_, perLegit := r.quiet()
+	net = ph.GatewayCPU - time.Duration(ph.LegitOK)*perLegit
+	return max(net, 0), ph.GatewayCPU
+}
+
+// attackItem is one shape and key variant an attacker sends.
+type attackItem struct {
+	shape *hostileShape
+	key   keyMode
+}
+
+// hostileRun is the state of one hostile-traffic benchmark.
+type hostileRun struct {
+	cfg       config
+	b         binaries
+	simURL    string
+	target    *hostileTarget
+	legitBody []byte
+	rep       *hostileReport
+}
+
+// runHostile runs the hostile-traffic benchmark with the binaries of b.
+func runHostile(ctx context.Context, cfg config, b binaries) (*hostileReport, error) {
+	rep := &hostileReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, Attackers: cfg.attackers,
+		LegitClients: cfg.legitClients, LegitQuery: legitQuery, Window: cfg.hostileWindow, ShapeWindow: cfg.hostileShapeWindow,
+		Timeout: cfg.hostileTimeout, RequestTimeout: cfg.hostileRequestTimeout, RSSCap: int64(cfg.hostileRSSCapMiB) << 20,
+		RandomDocs: cfg.randomDocs}
+	shapes := hostileShapes
+	if len(cfg.hostileShapes) > 0 {
+		shapes = nil
+		for _, n := range cfg.hostileShapes {
+			shapes = append(shapes, *shapeByName(n))
+		}
+	}
+	rep.Shapes = shapes
+
+	simProc, simURL, simLog, err := startSim(ctx, b, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer simLog.Close()
+	defer simProc.stop()
+	c, err := upstream.NewClient(simURL)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := c.Budgets.List(upstream.WithAPIKey(ctx, attackKey), &upstream.ListOptions{Limit: 5})
+	if err != nil || len(pg.Data) == 0 {
+		return nil, fmt.Errorf("read organization one's budgets: %v", err)
+	}
+	first := pg.Data[0]
+	t := &hostileTarget{budgetID: relay.BudgetID(first.ID), explorerReportID: first.ExplorerReportID}
+	schema, err := loadSchema("graph")
+	if err != nil {
+		return nil, err
+	}
+	real := []string{t.budgetID}
+	if len(first.Plannings) > 0 {
+		real = append(real, relay.PlanningID(first.ID, first.Plannings[0].ID))
+	}
+	t.random = newDocGen(schema, 14, real).documents(cfg.randomDocs)
+	t.prepare()
+	h := &hostileRun{cfg: cfg, b: b, simURL: simURL, target: t, rep: rep,
+		legitBody: mustBody(queryByName(legitQuery).Gateway, nil)}
+
+	var items []attackItem
+	for i := range shapes {
+		for _, k := range shapes[i].Keys {
+			items = append(items, attackItem{&shapes[i], k})
+		}
+	}
+	type planned struct {
+		name, kind string
+		items      []attackItem
+		window     time.Duration
+	}
+	plan := []planned{{"quiet, before", phaseQuiet, nil, cfg.hostileWindow}}
+	if cfg.hostileShapeWindow > 0 {
+		for i := range shapes {
+			var own []attackItem
+			for _, it := range items {
+				if it.shape == &shapes[i] {
+					own = append(own, it)
+				}
+			}
+			plan = append(plan, planned{shapes[i].Name, phaseShape, own, cfg.hostileShapeWindow})
+		}
+	}
+	plan = append(plan, planned{"every shape at once", phaseMixed, items, cfg.hostileWindow},
+		planned{"quiet, after", phaseQuiet, nil, cfg.hostileWindow})
+	for _, p := range plan {
+		ph, err := h.phase(ctx, p.name, p.kind, p.items, p.window)
+		if err != nil {
+			return rep, fmt.Errorf("hostile phase %q: %w", p.name, err)
+		}
+		rep.Phases = append(rep.Phases, ph)
+		h.log(&ph)
+	}
+	rep.Finished = time.Now()
+	rep.Goals = hostileGoals(rep)
+	return rep, nil
+}
+
+func (h *hostileRun) log(ph *hostilePhase) {
+	quiet, _ := h.rep.quiet()
+	legit := fmt.Sprintf("legit %.0f req/s", ph.legitRPS())
+	if ph.Kind != phaseQuiet && quiet > 0 {
+		legit += fmt.Sprintf(" (%.2f of quiet)", ph.legitRPS()/quiet)
+	}
+	t := ph.total()
+	hostile := ""
+	if ph.Kind != phaseQuiet {
+		net, _ := h.rep.hostileCPU(ph)
+		per := "–"
+		if t.answered() > 0 {
+			per = ms(net / time.Duration(t.answered()))
+		}
+		hostile = fmt.Sprintf(" hostile sent %d answered %d timed out %d failed %d, CPU per answer %s;", t.Sent, t.answered(),
+			t.TimedOut, t.Failed, per)
+	}
+	stopped := ""
+	if ph.Stopped != "" {
+		stopped = "; " + ph.Stopped
+	}
+	logf("hostile %-22s %s;%s gateway CPU %v, peak RSS %s%s", ph.Name, legit, hostile,
+		ph.GatewayCPU.Round(time.Millisecond), mib(ph.PeakRSS), stopped)
+	if ph.LegitErrors > 0 {
+		logf("hostile %-22s %d legitimate errors, first: %.200s", ph.Name, ph.LegitErrors, ph.LegitFirstError)
+	}
+}
+
+// watchdog samples a process's RSS and CPU, and kills it above a cap.
+type watchdog struct {
+	mu      sync.Mutex
+	maxRSS  int64
+	lastCPU time.Duration
+	why     string
+	done    chan struct{}
+}
+
+func watch(ctx context.Context, p *proc, capBytes int64) *watchdog {
+	w := &watchdog{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			rss, cpu := statusKB(p.pid(), "VmRSS"), cpuOf([]int{p.pid()})
+			w.mu.Lock()
+			w.maxRSS = max(w.maxRSS, rss)
+			if cpu > 0 {
+				w.lastCPU = cpu
+			}
+			switch {
+			case p.exited() && w.why == "":
+				w.why = fmt.Sprintf("the gateway exited on its own (%v)", p.err)
+			case capBytes > 0 && rss > capBytes && w.why == "":
+				w.why = fmt.Sprintf("killed by the harness at %s RSS, over the cap of %s", mib(rss), mib(capBytes))
+				_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+			}
+			w.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.done:
+				if w.why != "" {
+					return
+				}
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// window is the measured window of a phase, set once it opens.
+type window struct{ from, to atomic.Int64 }
+
+// in reports whether t is inside the window.
+func (w *window) in(t time.Time) bool {
+	from, to := w.from.Load(), w.to.Load()
+	return from != 0 && t.UnixNano() >= from && (to == 0 || t.UnixNano() < to)
+}
+
+// phase runs one phase on a gateway of its own.
+func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attackItem, length time.Duration) (hostilePhase, error) {
+	ph := hostilePhase{Name: name, Kind: kind, Window: length, Hostile: map[string]*shapeStats{}}
+	gw, url, err := startGateway(ctx, "gateway", h.b.gateway, h.simURL, nil,
+		"-request-timeout", h.cfg.hostileRequestTimeout.String())
+	if err != nil {
+		return ph, err
+	}
+	defer gw.kill()
+	t := *h.target
+	t.url = url
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wd := watch(runCtx, gw, int64(h.cfg.hostileRSSCapMiB)<<20)
+	var win window
+
+	// The legitimate clients start first and warm up.
+	legitHC := newHTTPClient(h.cfg.legitClients)
+	var legitWG sync.WaitGroup
+	var legitMu sync.Mutex
+	warm := make(chan struct{}, h.cfg.legitClients)
+	for range h.cfg.legitClients {
+		legitWG.Go(func() {
+			ok, errs, first := legitLoop(runCtx, legitHC, url, h.legitBody, &win, warm)
+			legitMu.Lock()
+			ph.LegitOK += ok
+			ph.LegitErrors += errs
+			if ph.LegitFirstError == "" {
+				ph.LegitFirstError = first
+			}
+			legitMu.Unlock()
+		})
+	}
+	warmDeadline := time.After(10 * time.Second)
+	for range h.cfg.legitClients {
+		select {
+		case <-warm:
+		case <-warmDeadline:
+			return ph, errors.New("the legitimate clients had no answer in 10 s before the attack")
+		case <-ctx.Done():
+			return ph, ctx.Err()
+		}
+	}
+	time.Sleep(legitWarmup)
+
+	_ = resetPeakRSS([]int{gw.pid()})
+	cpu0 := cpuOf([]int{gw.pid()})
+	win.from.Store(time.Now().UnixNano())
+
+	var attackWG sync.WaitGroup
+	var statsMu sync.Mutex
+	if len(items) > 0 {
+		hc := newHTTPClient(h.cfg.attackers)
+		var counter atomic.Int64
+		for i := range h.cfg.attackers {
+			attackWG.Go(func() {
+				local := attack(runCtx, hc, &t, items, i, h.cfg.hostileTimeout, &counter, &win)
+				statsMu.Lock()
+				for k, v := range local {
+					if ph.Hostile[k] == nil {
+						ph.Hostile[k] = &shapeStats{Statuses: map[string]int{}}
+					}
+					ph.Hostile[k].add(v)
+				}
+				statsMu.Unlock()
+			})
+		}
+	}
+	select {
+	case <-time.After(length):
+	case <-ctx.Done():
+	}
+	win.to.Store(time.Now().UnixNano())
+	cpu1 := cpuOf([]int{gw.pid()})
+	hwm := statusKB(gw.pid(), "VmHWM")
+	cancel()
+	attackWG.Wait()
+	legitWG.Wait()
+	<-wd.done
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if cpu1 == 0 || gw.exited() {
+		cpu1 = wd.lastCPU
+	}
+	ph.GatewayCPU = max(cpu1-cpu0, 0)
+	ph.PeakRSS = max(hwm, wd.maxRSS)
+	ph.Stopped = wd.why
+	return ph, ctx.Err()
+}
+
+// legitWarmup is how long the legitimate traffic runs alone before the
+// window, once every legitimate client has had an answer.
+const legitWarmup = 300 * time.Millisecond
+
+// legitTimeout bounds one legitimate request.
+const legitTimeout = 10 * time.Second
+
+func newHTTPClient(conns int) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = conns*2, conns*2
+	t.DisableCompression = true
+	return &http.Client{Transport: t}
+}
+
+// legitLoop sends the legitimate query back to back with the legitimate
+// key until ctx ends, and counts the answers that end in the window: good
+// ones (200, no error) and the rest. It signals warm after its first answer.
+func legitLoop(ctx context.Context, hc *http.Client, url string, body []byte, win *window, warm chan<- struct{}) (ok, errs int, first string) {
+	warmed := false
+	for ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, legitTimeout)
+		req, err := http.NewRequestWithContext(rctx, "POST", url, bytes.NewReader(body))
+		if err != nil {
+			cancel()
+			return ok, errs + 1, err.Error()
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Authorization", "Bearer "+legitKey)
+		var answer []byte
+		resp, err := hc.Do(req)
+		if err == nil {
+			answer, err = io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+			resp.Body.Close()
+			if err == nil && (resp.StatusCode != 200 || bytes.Contains(answer, []byte(`"errors":`))) {
+				err = fmt.Errorf("status %d: %.200s", resp.StatusCode, answer)
+			}
+		}
+		cancel()
+		if ctx.Err() != nil {
+			break
+		}
+		if !warmed {
+			warmed = true
+			warm <- struct{}{}
+		}
+		if !win.in(time.Now()) {
+			continue
+		}
+		if err != nil {
+			errs++
+			if first == "" {
+				first = err.Error()
+			}
+			continue
+		}
+		ok++
+	}
+	if !warmed {
+		warm <- struct{}{}
+	}
+	return ok, errs, first
+}
+
+// attack is one attacker: it sends items in turn, starting at start, each
+// request with a client timeout, until ctx ends, and returns what it saw
+// per shape.
+func attack(ctx context.Context, hc *http.Client, t *hostileTarget, items []attackItem, start int, timeout time.Duration,
+	counter *atomic.Int64, win *window) map[string]*shapeStats {
+	out := map[string]*shapeStats{}
+	for i := 0; ctx.Err() == nil; i++ {
+		it := items[(start+i)%len(items)]
+		st := out[it.shape.Name]
+		if st == nil {
+			st = &shapeStats{Statuses: map[string]int{}}
+			out[it.shape.Name] = st
+		}
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		req, err := it.shape.newRequest(rctx, t, counter.Add(1), it.key)
+		if err != nil {
+			cancel()
+			st.Failed++
+			st.FirstFailure = "the harness could not make the request: " + err.Error()
+			return out
+		}
+		st.Sent++
+		t0 := time.Now()
+		var answer []byte
+		resp, err := hc.Do(req)
+		if err == nil {
+			answer, err = io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+			resp.Body.Close()
+		}
+		took := time.Since(t0)
+		timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
+		cancel()
+		switch {
+		case ctx.Err() != nil || !win.in(time.Now()):
+			st.Unfinished++
+		case err == nil:
+			if it.key == withKey {
+				st.AnsweredWithKey++
+			} else {
+				st.AnsweredWithoutKey++
+			}
+			st.Statuses[statusOf(resp.StatusCode, answer)]++
+			st.MaxAnswerBytes = max(st.MaxAnswerBytes, len(answer))
+			st.SlowestAnswer = max(st.SlowestAnswer, took)
+		case timedOut:
+			st.TimedOut++
+		default:
+			st.Failed++
+			if st.FirstFailure == "" {
+				st.FirstFailure = err.Error()
+			}
+		}
+	}
+	return out
+}
+
+// statusOf is an answer's status with the first extensions.code in it, such
+// as "400 MAX_TOKENS_LIMIT", or the status alone.
+func statusOf(status int, body []byte) string {
+	s := fmt.Sprint(status)
+	const marker = `"code":"`
+	if i := bytes.Index(body, []byte(marker)); i >= 0 {
+		rest := body[i+len(marker):]
+		if j := bytes.IndexByte(rest, '"'); j > 0 && j < 64 {
+			s += " " + string(rest[:j])
+		}
+	} else if status == 200 && !bytes.Contains(body, []byte(`"errors"`)) {
+		s += " data"
+	}
+	return s
+}
+
+// hostileGoals are the goal lines of issue 14's hostile-traffic benchmark.
+func hostileGoals(r *hostileReport) []goalRow {
+	var rows []goalRow
+	quiet, _ := r.quiet()
+	var attacks []*hostilePhase
+	for i := range r.Phases {
+		if r.Phases[i].Kind != phaseQuiet {
+			attacks = append(attacks, &r.Phases[i])
+		}
+	}
+	// Per document: the shape phases, or the mixed one when there are none.
+	perDoc := slices.DeleteFunc(slices.Clone(attacks), func(ph *hostilePhase) bool { return ph.Kind != phaseShape })
+	if len(perDoc) == 0 {
+		perDoc = attacks
+	}
+	goal := fmt.Sprintf("every hostile document answered within %s of gateway CPU", ms(goalHostileCPU))
+	if len(perDoc) == 0 {
+		rows = append(rows, notMeasured(goal, "no attack phase"))
+	} else {
+		met, worstName, worst := 0, "", time.Duration(-1)
+		var misses []string
+		for _, ph := range perDoc {
+			t := ph.total()
+			net, _ := r.hostileCPU(ph)
+			per := time.Duration(1<<62 - 1)
+			if t.answered() > 0 {
+				per = net / time.Duration(t.answered())
+			}
+			if t.answered() > 0 && t.TimedOut == 0 && t.Failed == 0 && per <= goalHostileCPU {
+				met++
+			} else {
+				misses = append(misses, ph.Name)
+			}
+			if per > worst {
+				worst, worstName = per, ph.Name
+			}
+		}
+		w := "none answered"
+		if worst < 1<<62-1 {
+			w = ms(worst) + " per answer"
+		}
+		rows = append(rows, goalRow{Goal: goal, Met: met == len(perDoc), Measured: fmt.Sprintf(
+			"met by %d of %d; worst %s (%s); missed: %s", met, len(perDoc), worstName, w, listOrNone(misses))})
+	}
+
+	goal = fmt.Sprintf("peak RSS under 150 MB with %d concurrent attackers", r.Attackers)
+	if len(attacks) == 0 {
+		rows = append(rows, notMeasured(goal, "no attack phase"))
+	} else {
+		met, peak, peakName := 0, int64(0), ""
+		for _, ph := range attacks {
+			if ph.PeakRSS < goalHostileRSS && ph.Stopped == "" {
+				met++
+			}
+			if ph.PeakRSS > peak {
+				peak, peakName = ph.PeakRSS, ph.Name
+			}
+		}
+		rows = append(rows, goalRow{Goal: goal, Met: met == len(attacks), Measured: fmt.Sprintf(
+			"met in %d of %d attack phases; highest %s (%s)", met, len(attacks), mib(peak), peakName)})
+	}
+
+	goal = "legitimate throughput ≥ 90 % of the quiet run's"
+	if len(attacks) == 0 || quiet == 0 {
+		rows = append(rows, notMeasured(goal, "no attack phase or no quiet run"))
+	} else {
+		met, worst, worstName := 0, math.Inf(1), ""
+		mixed := "–"
+		for _, ph := range attacks {
+			x := ph.legitRPS() / quiet
+			if x >= goalLegitOfQuiet {
+				met++
+			}
+			if x < worst {
+				worst, worstName = x, ph.Name
+			}
+			if ph.Kind == phaseMixed {
+				mixed = fmt.Sprintf("%.2f", x)
+			}
+		}
+		rows = append(rows, goalRow{Goal: goal, Met: met == len(attacks), Measured: fmt.Sprintf(
+			"every shape at once: %s of quiet; met in %d of %d attack phases; worst %.2f (%s)", mixed, met, len(attacks),
+			worst, worstName)})
+	}
+	return rows
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}

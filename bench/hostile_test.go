@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/lexer"
+	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/costgw/gateway/graph"
+)
+
+func testTarget(t *testing.T) *hostileTarget {
+	t.Helper()
+	schema, err := loadSchema("../graph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := &hostileTarget{url: "http://127.0.0.1:1/graphql", budgetID: "QnVkZ2V0OmJ1ZF8x", explorerReportID: "rep_1",
+		random: newDocGen(schema, 14, []string{"QnVkZ2V0OmJ1ZF8x"}).documents(8)}
+	tg.prepare()
+	return tg
+}
+
+// tokens counts the lexical tokens of a document, as the limit does.
+func tokens(t *testing.T, doc string) int {
+	t.Helper()
+	lx := lexer.New(&ast.Source{Input: doc})
+	n := 0
+	for {
+		tok, err := lx.ReadToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.Kind == lexer.EOF {
+			return n
+		}
+		n++
+	}
+}
+
+// Each shape is what issue 14 describes, and sizes sit where they must
+// against the gateway's defaults.
+func TestHostileShapesAreWhatTheIssueSays(t *testing.T) {
+	doc, err := parser.ParseQuery(&ast.Source{Input: fragmentFanout()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(doc.Fragments); n != 26 {
+		t.Errorf("fragment fan-out: %d fragments, want 26", n)
+	}
+	for i, f := range doc.Fragments[:25] {
+		if len(f.SelectionSet) != 2 {
+			t.Errorf("fragment %d spreads %d times, want the next one twice", i, len(f.SelectionSet))
+		}
+	}
+	if n := tokens(t, typenames(15_000)); n != 15_002 {
+		t.Errorf("15 000 __typename: %d tokens", n)
+	}
+	if n := tokens(t, typenames(maxTokenTypenames)); n != 15_000 {
+		t.Errorf("the token-limit document has %d tokens, want exactly 15 000", n)
+	}
+	var v any
+	if err := json.Unmarshal(deepJSON(deepJSONDepth), &v); err != nil {
+		t.Errorf("the deep JSON value does not decode: %v", err)
+	}
+
+	tg := testTarget(t)
+	ctx := context.Background()
+	for _, name := range []string{"comment-padded", "http-1.9MB-body"} {
+		req, err := shapeByName(name).newRequest(ctx, tg, 7, withKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(req.Body)
+		if int64(len(body)) != req.ContentLength || len(body) < 1_800_000 || len(body) >= graph.DefaultMaxBodyBytes {
+			t.Errorf("%s: %d bytes (Content-Length %d), want 1.8 MB up to the body limit", name, len(body), req.ContentLength)
+		}
+		if valid := json.Valid(body); valid != (name == "comment-padded") {
+			t.Errorf("%s: valid JSON %v", name, valid)
+		}
+	}
+	a, _ := shapeByName("comment-padded").newRequest(ctx, tg, 1, withKey)
+	b, _ := shapeByName("comment-padded").newRequest(ctx, tg, 2, withKey)
+	ab, _ := io.ReadAll(a.Body)
+	bb, _ := io.ReadAll(b.Body)
+	if string(ab) == string(bb) {
+		t.Error("two comment-padded documents are the same; each must be new to the query cache")
+	}
+}
+
+// Every shape makes its requests with each of its key variants, and only
+// the attackers' variant carries the attackers' key.
+func TestHostileShapesMakeTheirRequests(t *testing.T) {
+	tg := testTarget(t)
+	for i := range hostileShapes {
+		s := &hostileShapes[i]
+		if s.Name == "" || s.Title == "" || s.Item == "" || len(s.Keys) == 0 || (s.body == nil) == (s.request == nil) {
+			t.Errorf("%s: incomplete definition", s.Name)
+		}
+		for _, k := range s.Keys {
+			req, err := s.newRequest(context.Background(), tg, 3, k)
+			if err != nil {
+				t.Errorf("%s, %s: %v", s.Name, k, err)
+				continue
+			}
+			auth := req.Header.Values("Authorization")
+			hasAttackKey := len(auth) > 0 && auth[0] == "Bearer "+attackKey
+			if hasAttackKey != (k == withKey) || (k == withoutKey && len(auth) > 0) {
+				t.Errorf("%s, %s: Authorization %q", s.Name, k, auth)
+			}
+		}
+	}
+}
+
+// The random documents use every feature they promise, are the same for
+// the same seed, and are a mix of valid documents and invalid ones.
+func TestRandomDocuments(t *testing.T) {
+	schema, err := loadSchema("../graph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := newDocGen(schema, 14, []string{"QnVkZ2V0OmJ1ZF8x"}).documents(300)
+	again := newDocGen(schema, 14, []string{"QnVkZ2V0OmJ1ZF8x"}).documents(300)
+	for i := range docs {
+		if docs[i].query != again[i].query {
+			t.Fatalf("document %d differs for the same seed", i)
+		}
+	}
+	want := []string{"alias", "fragment", "inline fragment", "include", "skip", "variable", "mutation"}
+	if got := docFeatures(docs); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("features used: %v, want %v", got, want)
+	}
+	valid := 0
+	for _, d := range docs {
+		if _, errs := gqlparser.LoadQuery(schema, d.query); errs == nil {
+			valid++
+		}
+	}
+	if valid < len(docs)/5 || valid > len(docs)*19/20 {
+		t.Errorf("%d of %d documents are valid; want a mix", valid, len(docs))
+	}
+	t.Logf("%d of %d random documents are valid", valid, len(docs))
+}
+
+func TestStatusOf(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{200, `{"data":{"x":1}}`, "200 data"},
+		{200, `{"errors":[{"message":"m","extensions":{"code":"MAX_TOKENS_LIMIT"}}]}`, "200 MAX_TOKENS_LIMIT"},
+		{400, `{"errors":[{"message":"m"}]}`, "400"},
+		{413, `{"errors":[{"message":"m","extensions":{"code":"REQUEST_TOO_LARGE"}}]}`, "413 REQUEST_TOO_LARGE"},
+	} {
+		if got := statusOf(tc.status, []byte(tc.body)); got != tc.want {
+			t.Errorf("statusOf(%d, %s) = %q, want %q", tc.status, tc.body, got, tc.want)
+		}
+	}
+}
+
+// The goal lines read the phases as documented: CPU net of the legitimate
+// traffic per answer, every request answered, RSS and the legitimate
+// throughput against the quiet runs.
+func TestHostileGoals(t *testing.T) {
+	quiet := hostilePhase{Name: "quiet", Kind: phaseQuiet, Window: time.Second, LegitOK: 1000, GatewayCPU: time.Second}
+	cheap := hostilePhase{Name: "cheap", Kind: phaseShape, Window: time.Second, LegitOK: 950, GatewayCPU: 950*time.Millisecond + 100*time.Millisecond,
+		PeakRSS: 50 << 20, Hostile: map[string]*shapeStats{"cheap": {Sent: 100, AnsweredWithKey: 50, AnsweredWithoutKey: 50}}}
+	hung := hostilePhase{Name: "hung", Kind: phaseShape, Window: time.Second, LegitOK: 10, GatewayCPU: 2 * time.Second,
+		PeakRSS: 400 << 20, Hostile: map[string]*shapeStats{"hung": {Sent: 50, TimedOut: 50}}}
+	r := &hostileReport{Attackers: 50, Phases: []hostilePhase{quiet, cheap, quiet}}
+	for _, row := range hostileGoals(r) {
+		if !row.Met {
+			t.Errorf("cheap shape only: %s missed: %s", row.Goal, row.Measured)
+		}
+	}
+	r.Phases = []hostilePhase{quiet, cheap, hung, quiet}
+	for _, row := range hostileGoals(r) {
+		if row.Met || !strings.Contains(row.Measured, "hung") {
+			t.Errorf("with a hung shape: %s met (%s)", row.Goal, row.Measured)
+		}
+	}
+	if net, _ := r.hostileCPU(&r.Phases[1]); net != 100*time.Millisecond {
+		t.Errorf("net CPU of the cheap shape %v, want 100ms", net)
+	}
+}
