@@ -53,7 +53,7 @@ bench-smoke: bench/mesh/node_modules/.package-lock.json
 # random documents from 50 attackers beside legitimate traffic, about two
 # minutes. Its section of docs/benchmarks.md is replaced; the others are kept
 # from docs/benchmarks.json. `make bench` runs it too, at its end.
-bench-hostile: bench/mesh/node_modules/.package-lock.json
+bench-hostile:
 	go run ./bench -hostile
 
 # CPU and allocation profiles of the gateway serving one of the benchmark
