@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strings"
 
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream/sim"
@@ -71,6 +73,16 @@ func dashboardQuery() map[string]any {
 		"granularity": "day",
 		"filters":     []any{},
 	}
+}
+
+// gatewayExplorer is an Explorer query as the gateway takes it: the cost type
+// and granularity are enums, the upper-cased column and bucket names.
+func gatewayExplorer(q map[string]any) map[string]any {
+	out := maps.Clone(q)
+	for _, k := range []string{"costType", "granularity"} {
+		out[k] = strings.ToUpper(q[k].(string))
+	}
+	return out
 }
 
 // meshError is selected on every Mesh union, so an upstream error shows up in
@@ -236,8 +248,9 @@ var queries = []query{
     ` + meshError + `
   }
 }`,
-		Vars:   func(fx fixture) map[string]any { return map[string]any{"q": fx.Explorer} },
-		Direct: directDashboard,
+		Vars:     func(fx fixture) map[string]any { return map[string]any{"q": gatewayExplorer(fx.Explorer)} },
+		MeshVars: func(fx fixture) map[string]any { return map[string]any{"q": fx.Explorer} },
+		Direct:   directDashboard,
 		Min: map[string]int{sim.OpExplorerSummary: 1, sim.OpExplorerPreviousPeriod: 1, sim.OpExplorerHistory: 1,
 			sim.OpExplorerHeatmap: 1},
 		Tiers: 1,

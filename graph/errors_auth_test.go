@@ -30,12 +30,6 @@ var authCases = []errorCase{
 		path: []any{"budgets"}, data: `{"budgets":null}`,
 	},
 	{
-		name: "read-only key writes", key: sim.ReadOnlyKey, query: qCreate,
-		vars: func(f fixture) map[string]any { return createInput(f.reportID, nil) },
-		code: "FORBIDDEN", up: &upstreamErr{code: "forbidden_scope", status: 403},
-		path: []any{"createBudget"}, data: `{"createBudget":null}`,
-	},
-	{
 		name: "unentitled organization", key: sim.UnentitledKey, query: qBudgets,
 		code: "FORBIDDEN", up: &upstreamErr{code: "forbidden_entitlement", status: 403},
 		path: []any{"budgets"}, data: `{"budgets":null}`,

@@ -40,24 +40,6 @@ var inputCases = []errorCase{
 		code: "BAD_USER_INPUT", up: &upstreamErr{code: "validation_error", status: 400},
 		path: []any{"budgetLookback"}, data: `{"budgetLookback":null}`,
 	},
-	{
-		name: "idempotency key reused with another input", key: sim.DemoKey, query: qCreate,
-		setup: func(t *testing.T, e *env, f fixture) {
-			var got struct {
-				CreateBudget struct{ Budget *struct{ ID string } }
-			}
-			e.mustChecked(t, sim.DemoKey, qCreate, createInput(f.reportID, map[string]any{"idempotencyKey": "errors-test-key"}), &got)
-			if got.CreateBudget.Budget == nil {
-				t.Fatal("the first create made no budget")
-			}
-		},
-		vars: func(f fixture) map[string]any {
-			return createInput(f.reportID, map[string]any{"idempotencyKey": "errors-test-key", "name": "Another name"})
-		},
-		code: "CONFLICT", up: &upstreamErr{code: "idempotency_conflict", status: 409},
-		path: []any{"createBudget"}, data: `{"createBudget":null}`,
-		ext: func(fixture) map[string]any { return map[string]any{"idempotencyKey": "errors-test-key"} },
-	},
 }
 
 func TestErrorsOfInputValues(t *testing.T) {

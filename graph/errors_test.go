@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
 )
@@ -158,8 +159,8 @@ const (
 	qBudgets  = `query($first: Int, $after: String) { budgets(first: $first, after: $after) { nodes { id name } } }`
 	qBudget   = `query($id: ID!) { budget(id: $id) { id name } }`
 	qNode     = `query($id: ID!) { node(id: $id) { id } }`
-	qCreate   = `mutation($in: CreateBudgetInput!) { createBudget(input: $in) { budget { id } userErrors { field message code } idempotencyKey } }`
-	qUpdate   = `mutation($in: UpdateBudgetInput!) { updateBudget(input: $in) { budget { id name } userErrors { field message code } idempotencyKey } }`
+	qCreate   = `mutation($in: CreateBudgetInput!) { createBudget(input: $in) { budget { id } userErrors { field message code upstreamCode } idempotencyKey } }`
+	qUpdate   = `mutation($in: UpdateBudgetInput!) { updateBudget(input: $in) { budget { id name } userErrors { field message code upstreamCode } idempotencyKey } }`
 	qLookback = `query($in: BudgetLookbackInput!) { budgetLookback(input: $in) { periods { periodKey actual } } }`
 )
 
@@ -211,8 +212,10 @@ func TestEveryCodeHasACase(t *testing.T) {
 			covered[tc.code] = true
 		}
 	}
+	// CONFLICT and FORBIDDEN of a write are userErrors of its payload
+	// (TestMutationUserErrors); FORBIDDEN of a read is a GraphQL error.
 	for _, code := range []codes.Code{codes.Unauthenticated, codes.Forbidden, codes.NotFound, codes.BadUserInput,
-		codes.Conflict, codes.RateLimited, codes.UpstreamUnavailable, codes.UpstreamBadResponse, codes.Internal} {
+		codes.RateLimited, codes.UpstreamUnavailable, codes.UpstreamBadResponse, codes.Internal} {
 		if !covered[string(code)] {
 			t.Errorf("no case produces %s", code)
 		}
@@ -423,9 +426,10 @@ func TestNoKeyServesIntrospectionOnly(t *testing.T) {
 }
 
 type userError struct {
-	Field   []string
-	Message string
-	Code    *string
+	Field        []string
+	Message      string
+	Code         string
+	UpstreamCode *string
 }
 
 type writePayload struct {
@@ -434,37 +438,49 @@ type writePayload struct {
 	IdempotencyKey string
 }
 
-// Input the upstream or the gateway refuses is reported in the payload's
-// userErrors, with no GraphQL error, and writes nothing.
+// A write's problems that a form can show come back in the payload's
+// userErrors, each with its kind (UserErrorCode), the input field, and the
+// upstream's own code when the upstream refused; with no GraphQL error, and
+// nothing written.
 func TestMutationUserErrors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	f := loadFixture(t, e)
 	before := len(e.sim.IDs(sim.DemoKey, sim.CollectionBudgets))
-	validation := "validation_error"
+
+	var first struct{ CreateBudget *writePayload }
+	e.mustChecked(t, sim.DemoKey, qCreate, createInput(f.reportID, map[string]any{"idempotencyKey": "errors-test-key"}), &first)
+	if first.CreateBudget == nil || first.CreateBudget.Budget == nil {
+		t.Fatal("the first create made no budget")
+	}
+	before++
 
 	for _, tc := range []struct {
 		name  string
+		key   string
 		over  map[string]any
 		field []string // the path: exact, or, for the upstream's refusals, ["input"] or ["input", want]
-		code  *string
+		code  string
 		// msg is a word the message must contain.
 		msg string
-		// upstream: the refusal comes from the upstream (one POST), not the gateway (none).
-		upstream bool
+		// upstream is the upstream's code when it refused (one POST); "" when the gateway did (none).
+		upstream string
 	}{
-		{"start date not the first of a month", map[string]any{"startDate": "2026-01-15"}, []string{"input", "startDate"}, &validation, "startDate", true},
-		{"too many periods", map[string]any{"numberOfPeriods": 61}, []string{"input", "numberOfPeriods"}, &validation, "numberOfPeriods", true},
-		{"unknown report", map[string]any{"explorerReportId": "rpt_doesnotexist"}, []string{"input", "explorerReportId"}, &validation, "explorerReportId", true},
-		{"unknown status", map[string]any{"status": "PAUSED"}, []string{"input", "status"}, &validation, "status", true},
-		{"empty name", map[string]any{"name": ""}, []string{"input", "name"}, nil, "name", false},
-		{"no periods", map[string]any{"numberOfPeriods": 0}, []string{"input", "numberOfPeriods"}, nil, "numberOfPeriods", false},
-		{"idempotency key too long", map[string]any{"idempotencyKey": strings.Repeat("k", 65)}, []string{"input", "idempotencyKey"}, nil, "idempotencyKey", false},
+		{"start date not the first of a month", sim.DemoKey, map[string]any{"startDate": "2026-01-15"}, []string{"input", "startDate"}, "INVALID_VALUE", "startDate", "validation_error"},
+		{"too many periods", sim.DemoKey, map[string]any{"numberOfPeriods": 61}, []string{"input", "numberOfPeriods"}, "INVALID_VALUE", "numberOfPeriods", "validation_error"},
+		{"unknown report", sim.DemoKey, map[string]any{"explorerReportId": "rpt_doesnotexist"}, []string{"input", "explorerReportId"}, "INVALID_VALUE", "explorerReportId", "validation_error"},
+		{"lookback out of range", sim.DemoKey, map[string]any{"lookbackPeriod": 99}, []string{"input", "lookbackPeriod"}, "INVALID_VALUE", "lookbackPeriod", "validation_error"},
+		{"idempotency key reused with another input", sim.DemoKey, map[string]any{"idempotencyKey": "errors-test-key", "name": "Another name"}, []string{"input", "idempotencyKey"}, "CONFLICT", "Idempotency", "idempotency_conflict"},
+		{"key without the write scope", sim.ReadOnlyKey, nil, []string{"input"}, "FORBIDDEN", "budgets:write", "forbidden_scope"},
+		{"empty name", sim.DemoKey, map[string]any{"name": ""}, []string{"input", "name"}, "REQUIRED", "name", ""},
+		{"no periods", sim.DemoKey, map[string]any{"numberOfPeriods": 0}, []string{"input", "numberOfPeriods"}, "INVALID_VALUE", "numberOfPeriods", ""},
+		{"idempotency key too long", sim.DemoKey, map[string]any{"idempotencyKey": strings.Repeat("k", 65)}, []string{"input", "idempotencyKey"}, "TOO_LONG", "idempotencyKey", ""},
+		{"idempotency key with a control character", sim.DemoKey, map[string]any{"idempotencyKey": "key\x01"}, []string{"input", "idempotencyKey"}, "INVALID_VALUE", "idempotencyKey", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e.calls.take()
 			var got struct{ CreateBudget *writePayload }
-			e.mustChecked(t, sim.DemoKey, qCreate, createInput(f.reportID, tc.over), &got)
+			e.mustChecked(t, tc.key, qCreate, createInput(f.reportID, tc.over), &got)
 			p := got.CreateBudget
 			if p == nil {
 				t.Fatal("payload is null")
@@ -479,7 +495,7 @@ func TestMutationUserErrors(t *testing.T) {
 				t.Fatalf("userErrors = %+v, want one", p.UserErrors)
 			}
 			ue := p.UserErrors[0]
-			if tc.upstream {
+			if tc.upstream != "" {
 				// The upstream's envelope names no field, only its message
 				// does: the path is the input, or the field when known.
 				if !slices.Equal(ue.Field, []string{"input"}) && !slices.Equal(ue.Field, tc.field) {
@@ -491,8 +507,11 @@ func TestMutationUserErrors(t *testing.T) {
 			if !strings.Contains(ue.Message, tc.msg) {
 				t.Errorf("message %q does not name %s", ue.Message, tc.msg)
 			}
-			if diff := cmp.Diff(tc.code, ue.Code); diff != "" {
-				t.Errorf("code (-want +got):\n%s", diff)
+			if ue.Code != tc.code {
+				t.Errorf("code %s, want %s", ue.Code, tc.code)
+			}
+			if (ue.UpstreamCode == nil) != (tc.upstream == "") || (ue.UpstreamCode != nil && *ue.UpstreamCode != tc.upstream) {
+				t.Errorf("upstreamCode %v, want %q", ue.UpstreamCode, tc.upstream)
 			}
 			posts := 0
 			for _, c := range e.calls.take() {
@@ -500,7 +519,7 @@ func TestMutationUserErrors(t *testing.T) {
 					posts++
 				}
 			}
-			if want := map[bool]int{true: 1, false: 0}[tc.upstream]; posts != want {
+			if want := map[bool]int{true: 1, false: 0}[tc.upstream != ""]; posts != want {
 				t.Errorf("%d createBudget calls, want %d", posts, want)
 			}
 		})
@@ -513,13 +532,21 @@ func TestMutationUserErrors(t *testing.T) {
 	var got struct{ UpdateBudget *writePayload }
 	e.mustChecked(t, sim.DemoKey, qUpdate, map[string]any{"in": map[string]any{"id": f.budgetGID, "name": "Renamed", "numberOfPeriods": 0}}, &got)
 	if p := got.UpdateBudget; p == nil || p.Budget != nil || len(p.UserErrors) != 1 || p.UserErrors[0].Field[0] != "input" ||
-		!strings.Contains(p.UserErrors[0].Message, "numberOfPeriods") || p.UserErrors[0].Code == nil || *p.UserErrors[0].Code != validation {
+		!strings.Contains(p.UserErrors[0].Message, "numberOfPeriods") || p.UserErrors[0].Code != "INVALID_VALUE" {
 		t.Errorf("updateBudget payload = %+v", p)
 	}
 	var b struct{ Budget struct{ Name string } }
 	e.mustChecked(t, sim.DemoKey, qBudget, map[string]any{"id": f.budgetGID}, &b)
 	if b.Budget.Name == "Renamed" {
 		t.Error("a refused update renamed the budget")
+	}
+
+	// A budget that does not exist is NOT_FOUND on its id.
+	var gone struct{ UpdateBudget *writePayload }
+	e.mustChecked(t, sim.DemoKey, qUpdate, map[string]any{"in": map[string]any{"id": relay.BudgetID("bud_doesnotexist"), "name": "x"}}, &gone)
+	if p := gone.UpdateBudget; p == nil || len(p.UserErrors) != 1 || p.UserErrors[0].Code != "NOT_FOUND" ||
+		!slices.Equal(p.UserErrors[0].Field, []string{"input", "id"}) {
+		t.Errorf("updateBudget of an unknown budget = %+v", p)
 	}
 }
 

@@ -151,7 +151,7 @@ var connQueries = map[string]struct{ collection, query, idField string }{
 	"budgets":                {"budgets", `query($first: Int, $after: String) { c: budgets(first: $first, after: $after) { edges { cursor node { key: upstreamId } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`, "upstreamId"},
 	"recommendations":        {"recommendations", `query($first: Int, $after: String) { c: recommendations(first: $first, after: $after) { edges { cursor node { key: recommendationId } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`, "recommendationId"},
 	"anomalies":              {"anomalies", `query($first: Int, $after: String) { c: anomalies(first: $first, after: $after) { edges { cursor node { key: anomalyId } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`, "anomalyId"},
-	"scheduledNotifications": {"notifications", `query($first: Int, $after: String) { c: scheduledNotifications(first: $first, after: $after) { totalCount edges { cursor node { key: id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`, "id"},
+	"scheduledNotifications": {"notifications", `query($first: Int, $after: String) { c: scheduledNotifications(first: $first, after: $after) { totalCount edges { cursor node { key: upstreamId } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`, "id"},
 }
 
 type connPage struct {

@@ -90,6 +90,7 @@ func NewHandler(o Options) http.Handler {
 			return next(ctx)
 		})
 	}
+	srv.AroundResponses(costExtension)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -114,9 +115,9 @@ func operationName(oc *graphql.OperationContext) string {
 
 // withCaller puts what identifies the caller into the request context: the
 // bearer key of the Authorization header, where the upstream client finds
-// it, and the request id the server's middleware set on the response
+// it, the request id the server's middleware set on the response
 // (X-Request-Id), which the error presenter adds to the gateway's own
-// errors. A request without a key still runs: introspection and __typename
+// errors, and the counter of its upstream calls. A request without a key still runs: introspection and __typename
 // need none, and fields that need the upstream fail with UNAUTHENTICATED.
 func withCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -127,6 +128,7 @@ func withCaller(next http.Handler) http.Handler {
 		if id := w.Header().Get("X-Request-Id"); id != "" {
 			ctx = context.WithValue(ctx, requestIDKey{}, id)
 		}
+		ctx = context.WithValue(ctx, callCounterKey{}, &callCounter{})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

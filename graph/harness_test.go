@@ -37,6 +37,7 @@ type callLog struct {
 }
 
 func (c *callLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	graph.CountUpstreamCall(r.Context())
 	c.mu.Lock()
 	c.calls = append(c.calls, r.Method+" "+r.URL.Path)
 	fail := c.fail

@@ -45,7 +45,7 @@ func TestIsolationUnderLoad(t *testing.T) {
 	    plannings { upstreamId budgetId actuals { amount } } } }
 	  recommendations(first: 20) { nodes { recommendationId } }
 	  anomalies(first: 20) { nodes { anomalyId } }
-	  scheduledNotifications(first: 20) { totalCount nodes { id } }
+	  scheduledNotifications(first: 20) { totalCount nodes { id upstreamId } }
 	}`
 	const requests, workers = 2000, 32
 	var next, crossHits, failures atomic.Int64

@@ -40,6 +40,9 @@ const (
 	MaxFirst = 500
 	// MaxNodes bounds the ids of one nodes query.
 	MaxNodes = 100
+	// MaxScanPages bounds the pages node(id:) reads of a list to find an
+	// object the upstream has no single read for: its first 1 000 records.
+	MaxScanPages = 5
 )
 
 // Pages is the number of upstream pages a connection of first records
@@ -89,7 +92,7 @@ type Field struct {
 	// enclosing selection is about: their reads are counted for them.
 	NewBudget bool
 	// Refetch marks node and nodes, which read their object by its global
-	// ID: RefetchRead says with what read, per object type.
+	// ID: RefetchOf says what that costs, per object type.
 	Refetch bool
 	// PerID marks nodes: the selection counts once per id.
 	PerID bool
@@ -101,10 +104,28 @@ type Field struct {
 	Uncounted bool
 }
 
-// RefetchRead is the read that node(id) makes to refetch an object of each
-// type: a budget is its single-budget read; a planning row is found in its
-// budget's planning grid.
-var RefetchRead = map[string]Read{"Budget": Detail, "Planning": Planning}
+// Refetch is what node(id:) costs to refetch an object of one type.
+type Refetch struct {
+	// Read is the per-budget read that refetches it.
+	Read Read
+	// Scan is the list it is found in, read up to MaxScanPages pages once
+	// per request however many ids of it are asked for; "" for none.
+	Scan string
+}
+
+// RefetchOf is what node(id:) costs per object type: a budget is its
+// single-budget read; a planning row is found in its budget's planning
+// grid; what the upstream can only list is found in its list (users and
+// Explorer reports in the budgets that embed them).
+var RefetchOf = map[string]Refetch{
+	"Budget":                {Read: Detail},
+	"Planning":              {Read: Planning},
+	"Recommendation":        {Scan: "listRecommendations"},
+	"Anomaly":               {Scan: "listAnomalies"},
+	"ScheduledNotification": {Scan: "listScheduledNotifications"},
+	"User":                  {Scan: "listBudgets"},
+	"ExplorerReport":        {Scan: "listBudgets"},
+}
 
 // fields is the table, keyed by "Type.field". Fields of the introspection
 // types and __typename cost nothing and have no row.
@@ -119,6 +140,7 @@ var fields = withFree(map[string]Field{
 	"Query.explorer":               {},
 	"Query.node":                   {NewBudget: true, Refetch: true},
 	"Query.nodes":                  {NewBudget: true, Refetch: true, PerID: true},
+	"Query.cost":                   {},
 
 	"Mutation.createBudget":      {Op: "createBudget", Calls: 1},
 	"Mutation.updateBudget":      {Op: "updateBudget", Calls: 1},
@@ -143,12 +165,13 @@ var fields = withFree(map[string]Field{
 // freeFields lists, per type, the fields that read what their object
 // already holds.
 var freeFields = map[string][]string{
-	"Budget": {"id", "upstreamId", "name", "targetType", "period", "status", "numberOfPeriods", "startDate", "endDate",
+	"Budget": {"id", "upstreamId", "name", "targetType", "targetTypeRaw", "period", "periodRaw", "status", "statusRaw",
+		"numberOfPeriods", "startDate", "endDate",
 		"lookbackPeriod", "budgetType", "startingValue", "customStartingValue", "growthRate", "normalizationPeriod",
 		"organizationId", "serviceClientId", "creatorId", "explorerReportId", "createdAt", "updatedAt", "explorerReport",
 		"creator"},
 	"Planning": {"id", "upstreamId", "budgetId", "dimension1", "dimension2", "previousMonth", "avgLookback",
-		"percentGrowth", "percentSpend", "targetItems", "targetType", "createdAt"},
+		"percentGrowth", "percentSpend", "targetItems", "targetType", "targetTypeRaw", "createdAt"},
 	"BudgetConnection":                {"edges", "nodes", "pageInfo"},
 	"BudgetEdge":                      {"cursor", "node"},
 	"RecommendationConnection":        {"edges", "nodes", "pageInfo"},
@@ -163,22 +186,24 @@ var freeFields = map[string][]string{
 	"PeriodAmount":                    {"period", "amount"},
 	"TargetItem":                      {"dimensionValue", "amount"},
 	"BudgetMetrics":                   {"totalTarget", "totalActual", "variance"},
-	"ExplorerReport":                  {"id", "name"},
-	"User":                            {"id", "firstName", "lastName", "email"},
+	"ExplorerReport":                  {"id", "upstreamId", "name"},
+	"User":                            {"id", "upstreamId", "firstName", "lastName", "email"},
 	"BudgetLookback":                  {"periods"},
 	"LookbackPeriod":                  {"periodKey", "actual", "projected"},
 	"CreateBudgetPayload":             {"userErrors", "idempotencyKey"},
 	"UpdateBudgetPayload":             {"userErrors", "idempotencyKey"},
-	"DeleteBudgetPayload":             {"deletedBudgetId", "success", "userErrors"},
-	"UserError":                       {"field", "message", "code"},
-	"Recommendation": {"recommendationId", "recommendationName", "estimatedMonthlySavings", "implementationEffort",
-		"category", "actionType", "accountName", "region", "resourceId", "extra"},
-	"Anomaly": {"anomalyId", "service", "startDate", "endDate", "scoreCurrent", "scoreMax", "impactMax", "impactTotal",
-		"impactPct", "impactActualSpend", "impactExpectedSpend", "dimensionValue", "detectionSource", "extra"},
-	"ScheduledNotification": {"id", "recipientEmail", "subject", "scheduleType", "scheduledAt", "recurrenceFrequency",
-		"recurrenceTimezone", "recurrenceWeekday", "recurrenceDayOfMonth", "cronExpression", "status", "sentAt",
-		"errorMessage", "nextAttemptAt", "createdAt", "updatedAt", "canvasId", "explorerReportId",
-		"includeAssistantAnalysis"},
+	"DeleteBudgetPayload":             {"deletedBudgetId", "success", "alreadyDeleted", "userErrors"},
+	"UserError":                       {"field", "message", "code", "upstreamCode"},
+	"QueryCost":                       {"estimatedUpstreamCalls", "maxUpstreamCalls"},
+	"Recommendation": {"id", "recommendationId", "recommendationName", "estimatedMonthlySavings", "implementationEffort",
+		"implementationEffortRaw", "category", "actionType", "accountName", "region", "resourceId", "extra"},
+	"Anomaly": {"id", "anomalyId", "service", "startDate", "endDate", "scoreCurrent", "scoreMax", "impactMax",
+		"impactTotal", "impactPct", "impactActualSpend", "impactExpectedSpend", "dimensionValue", "detectionSource",
+		"detectionSourceRaw", "extra"},
+	"ScheduledNotification": {"id", "upstreamId", "recipientEmail", "subject", "scheduleType", "scheduleTypeRaw",
+		"scheduledAt", "recurrenceFrequency", "recurrenceFrequencyRaw", "recurrenceTimezone", "recurrenceWeekday",
+		"recurrenceDayOfMonth", "cronExpression", "status", "statusRaw", "sentAt", "errorMessage", "nextAttemptAt",
+		"createdAt", "updatedAt", "canvasId", "explorerReportId", "includeAssistantAnalysis"},
 	"ExplorerSummary":        {"cards", "servedFromCache"},
 	"SummaryCard":            {"title", "description", "value", "previousValue"},
 	"ExplorerPreviousPeriod": {"currentTotal", "previousTotal", "changePercent", "servedFromCache"},

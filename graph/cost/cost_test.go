@@ -14,6 +14,7 @@ import (
 
 	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/graph/internal/schematest"
+	"github.com/costgw/gateway/graph/relay"
 )
 
 var schema = schematest.Schema
@@ -76,14 +77,14 @@ func TestRowsFitTheSchema(t *testing.T) {
 			t.Errorf("Satisfies(%s) = %v, want %v", def.Name, got, want)
 		}
 	}
-	for typ := range cost.RefetchRead {
+	for typ := range cost.RefetchOf {
 		if !slices.Contains(schema.GetPossibleTypes(schema.Types["Node"]), schema.Types[typ]) {
-			t.Errorf("RefetchRead names %s, which does not implement Node", typ)
+			t.Errorf("RefetchOf names %s, which does not implement Node", typ)
 		}
 	}
 	for _, def := range schema.GetPossibleTypes(schema.Types["Node"]) {
-		if _, ok := cost.RefetchRead[def.Name]; !ok {
-			t.Errorf("%s implements Node but RefetchRead does not say how node refetches it", def.Name)
+		if _, ok := cost.RefetchOf[def.Name]; !ok {
+			t.Errorf("%s implements Node but RefetchOf does not say how node refetches it", def.Name)
 		}
 	}
 }
@@ -121,10 +122,14 @@ func TestEstimate(t *testing.T) {
 		{"walking pages", `{ recommendations(first: 500) { nodes { recommendationId } } }`, nil, 3},
 		{"resuming adds a page", `{ anomalies(first: 200, after: "x") { nodes { anomalyId } } }`, nil, 2},
 		{"budget by id", `{ budget(id: "x") { name actuals { total } } }`, nil, 2},
-		{"planning node", `{ node(id: "x") { ... on Planning { actuals { amount } } } }`, nil, 2},
-		{"budget node", `{ node(id: "x") { id ... on Budget { actuals { total } metrics { variance } } } }`, nil, 2},
-		{"nodes", `{ nodes(ids: ["a", "b", "c"]) { id } }`, nil, 3},
-		{"explorer", `{ explorer { __typename dimensionValues(key: "k") { values } summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: "c", granularity: "day"}) { servedFromCache } } }`, nil, 2},
+		{"planning node", `{ node(id: "` + relay.PlanningID("b", "p") + `") { ... on Planning { actuals { amount } } } }`, nil, 2},
+		{"budget node", `{ node(id: "` + relay.BudgetID("b") + `") { id ... on Budget { actuals { total } metrics { variance } } } }`, nil, 2},
+		{"budget node by variable", `query($id: ID!) { node(id: $id) { id ... on Budget { actuals { total } } } }`, map[string]any{"id": relay.BudgetID("b")}, 2},
+		{"a node that is not an ID", `{ node(id: "x") { id } }`, nil, 0},
+		{"nodes", `{ nodes(ids: ["` + relay.BudgetID("a") + `", "` + relay.BudgetID("b") + `", "` + relay.PlanningID("a", "p") + `"]) { id } }`, nil, 3},
+		{"nodes found by listing share the list", `{ nodes(ids: ["` + relay.NodeID(relay.TypeRecommendation, "r1") + `", "` +
+			relay.NodeID(relay.TypeRecommendation, "r2") + `", "` + relay.NodeID(relay.TypeUser, "u") + `"]) { id } }`, nil, 2 * cost.MaxScanPages},
+		{"explorer", `{ explorer { __typename dimensionValues(key: "k") { values } summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) { servedFromCache } } }`, nil, 2},
 		{"mutation and its payload", `mutation { createBudget(input: {name: "n", startDate: "2026-01-01", numberOfPeriods: 1, explorerReportId: "r"}) { budget { metrics { variance } } } }`, nil, 2},
 		{"introspection is free", `{ __schema { types { name } } __typename }`, nil, 0},
 		{"fragments count", `{ budgets(first: 3) { ...B } } fragment B on BudgetConnection { nodes { ...M } } fragment M on Budget { metrics { variance } }`, nil, 4},

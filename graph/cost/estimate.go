@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/costgw/gateway/graph/relay"
 )
 
 // Summary is what the limits check of an operation: its estimated upstream
@@ -101,11 +103,54 @@ func (a *analyzer) fragment(def *ast.FragmentDefinition, only string) *part {
 	return p
 }
 
+// refetch is the cost of node(id:), or of nodes(ids:) when perID: each ID
+// is read as the type it names, with what its selection needs on that type;
+// a list scanned to find objects is read once per request, however many
+// IDs it serves. An ID that is not one fails without a call. An ID that is
+// not known yet (a variable without a value) counts as the dearest type.
+func (a *analyzer) refetch(f *ast.Field, args map[string]any, perID bool) int {
+	var ids []any
+	if perID {
+		ids, _ = args["ids"].([]any)
+	} else {
+		ids = []any{args["id"]}
+	}
+	calls := 0
+	scanned := map[string]bool{}
+	for _, v := range ids {
+		types := []string{}
+		if s, ok := v.(string); ok {
+			if id, err := relay.ParseID(s); err == nil {
+				types = append(types, id.Type)
+			}
+		} else {
+			for typ := range RefetchOf {
+				types = append(types, typ)
+			}
+		}
+		dearest := 0
+		for _, typ := range types {
+			r := RefetchOf[typ]
+			sel := a.set(f.SelectionSet, typ)
+			per := addCapped(sel.calls, (r.Read | sel.reads).count())
+			if r.Scan != "" && !scanned[r.Scan] {
+				per = addCapped(per, MaxScanPages)
+				if len(types) == 1 {
+					scanned[r.Scan] = true
+				}
+			}
+			dearest = max(dearest, per)
+		}
+		calls = addCapped(calls, dearest)
+	}
+	return calls
+}
+
 // applies reports whether a fragment on the type cond applies to an object
 // known to be of the type only ("" when not known): it does unless cond is
 // another of the object types node refetches.
 func applies(cond, only string) bool {
-	_, other := RefetchRead[cond]
+	_, other := RefetchOf[cond]
 	return only == "" || cond == only || !other
 }
 
@@ -147,13 +192,7 @@ func (a *analyzer) field(f *ast.Field) *part {
 	}
 	switch {
 	case row.Refetch:
-		// The object is whichever type the ID names: count the dearer.
-		per := 0
-		for typ, read := range RefetchRead {
-			t := a.set(f.SelectionSet, typ)
-			per = max(per, addCapped(t.calls, (read|t.reads).count()))
-		}
-		calls = addCapped(calls, mulCapped(each, per))
+		calls = addCapped(calls, a.refetch(f, args, row.PerID))
 	case row.NewBudget:
 		calls = addCapped(calls, mulCapped(each, addCapped(sub.calls, (needs|sub.reads).count())))
 	default:

@@ -16,11 +16,17 @@ func Satisfies(typ string) []string {
 	return []string{typ}
 }
 
-// interfaces are the object types that implement an interface (a test keeps
-// it equal to the schema).
-var interfaces = map[string][]string{
-	"Budget":   {"Budget", "Node"},
-	"Planning": {"Planning", "Node"},
+// interfaces are the object types that implement an interface: the Node
+// types, which are those node(id:) refetches (a test keeps both equal to
+// the schema).
+var interfaces = nodeTypes()
+
+func nodeTypes() map[string][]string {
+	m := make(map[string][]string, len(RefetchOf))
+	for typ := range RefetchOf {
+		m[typ] = []string{typ, "Node"}
+	}
+	return m
 }
 
 // Reads returns the per-budget reads that a selection on an object of type

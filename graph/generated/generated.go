@@ -34,10 +34,13 @@ type ResolverRoot interface {
 	Budget() BudgetResolver
 	Explorer() ExplorerResolver
 	ExplorerHistory() ExplorerHistoryResolver
+	ExplorerReport() ExplorerReportResolver
 	Mutation() MutationResolver
 	Planning() PlanningResolver
 	Query() QueryResolver
 	Recommendation() RecommendationResolver
+	ScheduledNotification() ScheduledNotificationResolver
+	User() UserResolver
 }
 
 type DirectiveRoot struct {
@@ -50,6 +53,7 @@ type ComplexityRoot struct {
 		DimensionValue      func(childComplexity int) int
 		EndDate             func(childComplexity int) int
 		Extra               func(childComplexity int) int
+		ID                  func(childComplexity int) int
 		ImpactActualSpend   func(childComplexity int) int
 		ImpactExpectedSpend func(childComplexity int) int
 		ImpactMax           func(childComplexity int) int
@@ -135,6 +139,7 @@ type ComplexityRoot struct {
 	}
 
 	DeleteBudgetPayload struct {
+		AlreadyDeleted  func(childComplexity int) int
 		DeletedBudgetID func(childComplexity int) int
 		Success         func(childComplexity int) int
 		UserErrors      func(childComplexity int) int
@@ -256,11 +261,17 @@ type ComplexityRoot struct {
 		BudgetLookback         func(childComplexity int, input model.BudgetLookbackInput) int
 		BudgetLookbackPreview  func(childComplexity int) int
 		Budgets                func(childComplexity int, first *int, after *string) int
+		Cost                   func(childComplexity int) int
 		Explorer               func(childComplexity int) int
 		Node                   func(childComplexity int, id string) int
 		Nodes                  func(childComplexity int, ids []string) int
 		Recommendations        func(childComplexity int, first *int, after *string) int
 		ScheduledNotifications func(childComplexity int, first *int, after *string) int
+	}
+
+	QueryCost struct {
+		EstimatedUpstreamCalls func(childComplexity int) int
+		MaxUpstreamCalls       func(childComplexity int) int
 	}
 
 	Recommendation struct {
@@ -269,6 +280,7 @@ type ComplexityRoot struct {
 		Category                func(childComplexity int) int
 		EstimatedMonthlySavings func(childComplexity int) int
 		Extra                   func(childComplexity int) int
+		ID                      func(childComplexity int) int
 		ImplementationEffort    func(childComplexity int) int
 		RecommendationID        func(childComplexity int) int
 		RecommendationName      func(childComplexity int) int
@@ -347,9 +359,10 @@ type ComplexityRoot struct {
 	}
 
 	UserError struct {
-		Code    func(childComplexity int) int
-		Field   func(childComplexity int) int
-		Message func(childComplexity int) int
+		Code         func(childComplexity int) int
+		Field        func(childComplexity int) int
+		Message      func(childComplexity int) int
+		UpstreamCode func(childComplexity int) int
 	}
 }
 
@@ -358,6 +371,8 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type AnomalyResolver interface {
+	ID(ctx context.Context, obj *upstream.Anomaly) (string, error)
+
 	Extra(ctx context.Context, obj *upstream.Anomaly) (json.RawMessage, error)
 }
 type BudgetResolver interface {
@@ -378,6 +393,9 @@ type ExplorerResolver interface {
 type ExplorerHistoryResolver interface {
 	CostRows(ctx context.Context, obj *upstream.ExplorerHistory) ([]model.HistoryCostRow, error)
 }
+type ExplorerReportResolver interface {
+	ID(ctx context.Context, obj *upstream.ExplorerReport) (string, error)
+}
 type MutationResolver interface {
 	CreateBudget(ctx context.Context, input model.CreateBudgetInput) (*model.CreateBudgetPayload, error)
 	UpdateBudget(ctx context.Context, input model.UpdateBudgetInput) (*model.UpdateBudgetPayload, error)
@@ -395,6 +413,7 @@ type PlanningResolver interface {
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
 	Nodes(ctx context.Context, ids []string) ([]model.Node, error)
+	Cost(ctx context.Context) (*model.QueryCost, error)
 	Budgets(ctx context.Context, first *int, after *string) (*model.BudgetConnection, error)
 	Budget(ctx context.Context, id string) (*upstream.Budget, error)
 	BudgetLookback(ctx context.Context, input model.BudgetLookbackInput) (*upstream.Lookback, error)
@@ -405,7 +424,15 @@ type QueryResolver interface {
 	ScheduledNotifications(ctx context.Context, first *int, after *string) (*model.ScheduledNotificationConnection, error)
 }
 type RecommendationResolver interface {
+	ID(ctx context.Context, obj *upstream.Recommendation) (string, error)
+
 	Extra(ctx context.Context, obj *upstream.Recommendation) (json.RawMessage, error)
+}
+type ScheduledNotificationResolver interface {
+	ID(ctx context.Context, obj *upstream.ScheduledNotification) (string, error)
+}
+type UserResolver interface {
+	ID(ctx context.Context, obj *upstream.User) (string, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -432,7 +459,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Anomaly.AnomalyID(childComplexity), true
-	case "Anomaly.detectionSource":
+	case "Anomaly.detectionSource", "Anomaly.detectionSourceRaw":
 		if e.ComplexityRoot.Anomaly.DetectionSource == nil {
 			break
 		}
@@ -456,6 +483,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Anomaly.Extra(childComplexity), true
+	case "Anomaly.id":
+		if e.ComplexityRoot.Anomaly.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Anomaly.ID(childComplexity), true
 	case "Anomaly.impactActualSpend":
 		if e.ComplexityRoot.Anomaly.ImpactActualSpend == nil {
 			break
@@ -651,7 +684,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Budget.OrganizationID(childComplexity), true
-	case "Budget.period":
+	case "Budget.period", "Budget.periodRaw":
 		if e.ComplexityRoot.Budget.Period == nil {
 			break
 		}
@@ -681,13 +714,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Budget.StartingValue(childComplexity), true
-	case "Budget.status":
+	case "Budget.status", "Budget.statusRaw":
 		if e.ComplexityRoot.Budget.Status == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Budget.Status(childComplexity), true
-	case "Budget.targetType":
+	case "Budget.targetType", "Budget.targetTypeRaw":
 		if e.ComplexityRoot.Budget.TargetType == nil {
 			break
 		}
@@ -796,6 +829,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CreateBudgetPayload.UserErrors(childComplexity), true
 
+	case "DeleteBudgetPayload.alreadyDeleted":
+		if e.ComplexityRoot.DeleteBudgetPayload.AlreadyDeleted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteBudgetPayload.AlreadyDeleted(childComplexity), true
 	case "DeleteBudgetPayload.deletedBudgetId":
 		if e.ComplexityRoot.DeleteBudgetPayload.DeletedBudgetID == nil {
 			break
@@ -990,7 +1029,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ExplorerPreviousPeriod.ServedFromCache(childComplexity), true
 
-	case "ExplorerReport.id":
+	case "ExplorerReport.id", "ExplorerReport.upstreamId":
 		if e.ComplexityRoot.ExplorerReport.ID == nil {
 			break
 		}
@@ -1223,7 +1262,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Planning.TargetItems(childComplexity), true
-	case "Planning.targetType":
+	case "Planning.targetType", "Planning.targetTypeRaw":
 		if e.ComplexityRoot.Planning.TargetType == nil {
 			break
 		}
@@ -1293,6 +1332,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Budgets(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.cost":
+		if e.ComplexityRoot.Query.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Cost(childComplexity), true
 	case "Query.explorer":
 		if e.ComplexityRoot.Query.Explorer == nil {
 			break
@@ -1345,6 +1390,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.ScheduledNotifications(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
+	case "QueryCost.estimatedUpstreamCalls":
+		if e.ComplexityRoot.QueryCost.EstimatedUpstreamCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryCost.EstimatedUpstreamCalls(childComplexity), true
+	case "QueryCost.maxUpstreamCalls":
+		if e.ComplexityRoot.QueryCost.MaxUpstreamCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryCost.MaxUpstreamCalls(childComplexity), true
+
 	case "Recommendation.accountName":
 		if e.ComplexityRoot.Recommendation.AccountName == nil {
 			break
@@ -1375,7 +1433,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Recommendation.Extra(childComplexity), true
-	case "Recommendation.implementationEffort":
+	case "Recommendation.id":
+		if e.ComplexityRoot.Recommendation.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Recommendation.ID(childComplexity), true
+	case "Recommendation.implementationEffort", "Recommendation.implementationEffortRaw":
 		if e.ComplexityRoot.Recommendation.ImplementationEffort == nil {
 			break
 		}
@@ -1468,7 +1532,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ScheduledNotification.ExplorerReportID(childComplexity), true
-	case "ScheduledNotification.id":
+	case "ScheduledNotification.id", "ScheduledNotification.upstreamId":
 		if e.ComplexityRoot.ScheduledNotification.ID == nil {
 			break
 		}
@@ -1498,7 +1562,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ScheduledNotification.RecurrenceDayOfMonth(childComplexity), true
-	case "ScheduledNotification.recurrenceFrequency":
+	case "ScheduledNotification.recurrenceFrequency", "ScheduledNotification.recurrenceFrequencyRaw":
 		if e.ComplexityRoot.ScheduledNotification.RecurrenceFrequency == nil {
 			break
 		}
@@ -1516,7 +1580,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ScheduledNotification.RecurrenceWeekday(childComplexity), true
-	case "ScheduledNotification.scheduleType":
+	case "ScheduledNotification.scheduleType", "ScheduledNotification.scheduleTypeRaw":
 		if e.ComplexityRoot.ScheduledNotification.ScheduleType == nil {
 			break
 		}
@@ -1534,7 +1598,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ScheduledNotification.SentAt(childComplexity), true
-	case "ScheduledNotification.status":
+	case "ScheduledNotification.status", "ScheduledNotification.statusRaw":
 		if e.ComplexityRoot.ScheduledNotification.Status == nil {
 			break
 		}
@@ -1660,7 +1724,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.FirstName(childComplexity), true
-	case "User.id":
+	case "User.id", "User.upstreamId":
 		if e.ComplexityRoot.User.ID == nil {
 			break
 		}
@@ -1691,6 +1755,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserError.Message(childComplexity), true
+	case "UserError.upstreamCode":
+		if e.ComplexityRoot.UserError.UpstreamCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserError.UpstreamCode(childComplexity), true
 
 	}
 	return 0, false
@@ -1782,316 +1852,580 @@ func newExecutionContext(
 
 var sources = []*ast.Source{
 	{Name: "../budgets.graphqls", Input: `"""
-A budget. Every field of the REST record, plus its planning rows, metrics, dimensions and actuals, each fetched
-only when asked for.
+A budget: a target per period for the costs of an Explorer report, split into planning rows. Every member of the
+REST record, plus its planning rows, metrics, dimensions and actuals, each fetched only when asked for. Amounts are
+in the organization's currency, which the upstream does not name.
 """
 type Budget implements Node {
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` refetches the budget with one upstream call (` + "`" + `getBudget` + "`" + `)."
   id: ID!
-  "The id the REST API uses for this budget."
+  "The id the REST API uses for this budget (` + "`" + `id` + "`" + ` of the REST record)."
   upstreamId: String!
+  "The budget's name."
   name: String!
-  "Values seen: BUDGET."
-  targetType: String!
-  "Values seen: MONTHLY."
-  period: String!
-  "Values seen: DRAFT, ACTIVE."
-  status: String!
+  "What the budget targets: ` + "`" + `BUDGET` + "`" + ` for a budget (the value the contract shows); ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `targetTypeRaw` + "`" + ` holds."
+  targetType: TargetType!
+  "` + "`" + `targetType` + "`" + ` exactly as the upstream sent it."
+  targetTypeRaw: String!
+  "The length of one period; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `periodRaw` + "`" + ` holds."
+  period: BudgetPeriod!
+  "` + "`" + `period` + "`" + ` exactly as the upstream sent it."
+  periodRaw: String!
+  "Where the budget is in its life; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `statusRaw` + "`" + ` holds."
+  status: BudgetStatus!
+  "` + "`" + `status` + "`" + ` exactly as the upstream sent it."
+  statusRaw: String!
+  "How many periods the budget spans, from ` + "`" + `startDate` + "`" + `."
   numberOfPeriods: Int!
+  "The first day of the first period."
   startDate: Date!
   "Computed by the upstream: the first day of the last period."
   endDate: Date!
+  "How many months before ` + "`" + `startDate` + "`" + ` the targets were derived from; null when the upstream's default applies."
   lookbackPeriod: Int
-  "Type not given by the contract."
+  "Kept as the upstream sends it: the contract does not give its type."
   budgetType: JSON
-  "Type not given by the contract."
+  "Kept as the upstream sends it: the contract does not give its type."
   startingValue: JSON
-  "Type not given by the contract."
+  "Kept as the upstream sends it: the contract does not give its type."
   customStartingValue: JSON
-  "Type not given by the contract."
+  "Kept as the upstream sends it: the contract does not give its type."
   growthRate: JSON
+  "Whether the targets are normalized over the lookback."
   normalizationPeriod: Boolean!
+  "The REST id of the organization that owns the budget."
   organizationId: String!
   "The organization's numeric client id, a 64-bit integer in the contract (hence Int64, not the 32-bit Int)."
   serviceClientId: Int64!
+  "The REST id of the user who created the budget (` + "`" + `creator` + "`" + ` has the user)."
   creatorId: String!
+  "The REST id of the Explorer report the budget is based on (` + "`" + `explorerReport` + "`" + ` has the report)."
   explorerReportId: String!
+  "When the budget was created."
   createdAt: DateTime!
+  "When the budget was last changed."
   updatedAt: DateTime!
+  "The Explorer report the budget is based on, as the budget record embeds it; null when the record does not."
   explorerReport: ExplorerReport
+  "The user who created the budget, as the budget record embeds it; null when the record does not."
   creator: User
-  "Planning rows: from the budget record when it carries them, otherwise from the budget's planning grid."
+  """
+  The budget's planning rows: from the budget record, which carries them; for a record that comes without them,
+  from the budget's planning grid (` + "`" + `getBudgetPlanning` + "`" + `, one call per budget).
+  """
   plannings: [Planning!]
-  "Totals from the single-budget read (one upstream call per budget, shared with ` + "`" + `dimensions` + "`" + `)."
+  "Totals from the single-budget read (` + "`" + `getBudget` + "`" + `, one call per budget, shared with ` + "`" + `dimensions` + "`" + ` and every planning row's ` + "`" + `budget` + "`" + `)."
   metrics: BudgetMetrics
-  "Dimensions from the single-budget read; their shape is not given by the contract."
+  "The dimensions of the budget's Explorer report, from the single-budget read (shared with ` + "`" + `metrics` + "`" + `); their shape is not given by the contract."
   dimensions: [JSON!]
-  "Actual costs (one upstream call per budget, shared with every planning row's ` + "`" + `actuals` + "`" + `)."
+  "Actual costs (` + "`" + `getBudgetActuals` + "`" + `, one call per budget, shared with every planning row's ` + "`" + `actuals` + "`" + `)."
   actuals: BudgetActuals
 }
 
-"The Explorer report a budget is based on."
-type ExplorerReport {
-  id: String!
+"Where a budget is in its life. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `statusRaw` + "`" + `."
+enum BudgetStatus {
+  "Being prepared; the status a budget is created with unless told otherwise."
+  DRAFT
+  "In force: its actuals are tracked against its targets."
+  ACTIVE
+  "A value this schema does not know yet; read ` + "`" + `statusRaw` + "`" + `. Not accepted as input."
+  UNKNOWN
+}
+
+"What a budget or planning row targets. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `targetTypeRaw` + "`" + `."
+enum TargetType {
+  "A budget as a whole: the value budgets carry."
+  BUDGET
+  "A row of a budget's planning grid: the value planning rows carry."
+  PLANNING_ITEM
+  "A value this schema does not know yet; read ` + "`" + `targetTypeRaw` + "`" + `. Not accepted as input."
+  UNKNOWN
+}
+
+"""
+The length of a budget's periods. The contract shows ` + "`" + `MONTHLY` + "`" + `; ` + "`" + `QUARTERLY` + "`" + ` and ` + "`" + `YEARLY` + "`" + ` are the other lengths the
+simulator takes, and an upstream that does not take them refuses them (in ` + "`" + `userErrors` + "`" + `). Values the upstream adds
+later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `periodRaw` + "`" + `.
+"""
+enum BudgetPeriod {
+  "One calendar month."
+  MONTHLY
+  "Three calendar months."
+  QUARTERLY
+  "Twelve calendar months."
+  YEARLY
+  "A value this schema does not know yet; read ` + "`" + `periodRaw` + "`" + `. Not accepted as input."
+  UNKNOWN
+}
+
+"An Explorer report: a saved cost query over a set of dimension values, on which budgets are based."
+type ExplorerReport implements Node {
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the report among the first 1 000 budgets' reports (up to 5 calls of ` + "`" + `listBudgets` + "`" + `)."
+  id: ID!
+  "The id the REST API uses for this report (what ` + "`" + `explorerReportId` + "`" + ` inputs take)."
+  upstreamId: String!
+  "The report's name."
   name: String!
 }
 
 "A user of the organization."
-type User {
-  id: String!
+type User implements Node {
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the user among the first 1 000 budgets' creators (up to 5 calls of ` + "`" + `listBudgets` + "`" + `)."
+  id: ID!
+  "The id the REST API uses for this user."
+  upstreamId: String!
+  "The user's first name."
   firstName: String!
+  "The user's last name."
   lastName: String!
+  "The user's e-mail address."
   email: String!
 }
 
+"A budget's totals over all its periods. It has no identity of its own: caches keep it inside its budget."
 type BudgetMetrics {
+  "The sum of the targets of every planning row over every period."
   totalTarget: Float!
+  "The sum of the actual costs so far."
   totalActual: Float!
+  "` + "`" + `totalTarget` + "`" + ` − ` + "`" + `totalActual` + "`" + `: what is left of the budget (negative when overspent)."
   variance: Float!
 }
 
-"A row of a budget's planning grid."
+"A row of a budget's planning grid: the targets of a part of the report's dimension values."
 type Planning implements Node {
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` refetches the row through its budget's planning grid (` + "`" + `getBudgetPlanning` + "`" + `)."
   id: ID!
   "The id the REST API uses for this planning row."
   upstreamId: String!
   "The REST id of the budget this row belongs to."
   budgetId: String!
-  "The budget this row belongs to (the single-budget read)."
+  "The budget this row belongs to (the single-budget read, shared with the budget's ` + "`" + `metrics` + "`" + `)."
   budget: Budget
-  "Dimension name."
+  "The name of the dimension whose values the row splits, such as ` + "`" + `billing_account_name` + "`" + `."
   dimension1: String!
-  "Second dimension name; may be empty."
+  "The name of a second dimension; empty when there is none."
   dimension2: String!
+  "The cost of the row's values in the month before the budget's start."
   previousMonth: Float!
+  "The average monthly cost of the row's values over the lookback."
   avgLookback: Float!
+  "The growth applied to ` + "`" + `avgLookback` + "`" + ` to make the targets, in per cent."
   percentGrowth: Float!
+  "The row's share of the spend, in per cent; null when the upstream gives none."
   percentSpend: Float
-  "Target amount per dimension value, sorted by dimension value."
+  "The target per period for each dimension value of the row, sorted by dimension value."
   targetItems: [TargetItem!]!
-  "Values seen: PLANNING_ITEM."
-  targetType: String!
+  "What the row targets: ` + "`" + `PLANNING_ITEM` + "`" + ` for planning rows; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `targetTypeRaw` + "`" + ` holds."
+  targetType: TargetType!
+  "` + "`" + `targetType` + "`" + ` exactly as the upstream sent it."
+  targetTypeRaw: String!
+  "When the row was created."
   createdAt: DateTime!
-  "This row's actuals by period, sorted; taken from its budget's actuals, with no extra upstream call."
+  "This row's actuals by period, sorted by period; taken from its budget's actuals (` + "`" + `getBudgetActuals` + "`" + `, shared), with no extra call."
   actuals: [PeriodAmount!]
 }
 
+"The target of one dimension value of a planning row. No identity of its own."
 type TargetItem {
+  "The dimension value, such as an account or service name."
   dimensionValue: String!
+  "Its target per period."
   amount: Float!
 }
 
-"An amount for one period; ` + "`" + `period` + "`" + ` is the year-month key, such as ` + "`" + `2026-01` + "`" + `."
+"An amount for one period. No identity of its own."
 type PeriodAmount {
+  "The period's year and month, ` + "`" + `YYYY-MM` + "`" + `, such as ` + "`" + `2026-01` + "`" + `: the key of the period's first month."
   period: String!
+  "The amount in that period."
   amount: Float!
 }
 
+"A budget's actual costs (` + "`" + `getBudgetActuals` + "`" + `). No identity of its own: caches keep it inside its budget."
 type BudgetActuals {
   "The whole budget's actuals by period, sorted by period."
   byPeriod: [PeriodAmount!]!
-  "Actuals per planning row, in the order of the planning ids."
+  "Actuals per planning row, sorted by the rows' REST ids."
   byPlanning: [PlanningActuals!]!
-  "Sum of byPeriod."
+  "The sum of ` + "`" + `byPeriod` + "`" + `, rounded to the cent."
   total: Float!
 }
 
+"One planning row's actuals by period. No identity of its own."
 type PlanningActuals {
   "The REST id of the planning row."
   planningId: String!
+  "Its actuals by period, sorted by period."
   periods: [PeriodAmount!]!
 }
 
+"""
+A page of budgets, oldest first. Its cursors are the gateway's, signed: each says which upstream page (by the
+upstream's opaque cursor) the next record is on and how many of that page's records to skip, so every edge's cursor
+resumes right after its record without refetching what came before.
+"""
 type BudgetConnection {
+  "The budgets of the page, each with its cursor."
   edges: [BudgetEdge!]!
+  "The budgets of the page, without cursors (cheaper when no edge cursor is needed)."
   nodes: [Budget!]!
+  "Where the page stands."
   pageInfo: PageInfo!
 }
 
+"A budget and its cursor."
 type BudgetEdge {
-  "Valid as ` + "`" + `after` + "`" + `."
+  "Valid as ` + "`" + `after` + "`" + `: the page it starts begins right after this budget."
   cursor: String!
+  "The budget."
   node: Budget!
 }
 
+"The monthly costs of a report before a start date. No identity of its own."
 type BudgetLookback {
+  "The months, oldest first."
   periods: [LookbackPeriod!]!
 }
 
+"One month of a lookback. No identity of its own."
 type LookbackPeriod {
-  "Year-month, such as ` + "`" + `2026-01` + "`" + `."
+  "The month, ` + "`" + `YYYY-MM` + "`" + `, such as ` + "`" + `2026-01` + "`" + `."
   periodKey: String!
+  "The actual cost in that month."
   actual: Float!
-  "Only in ` + "`" + `budgetLookbackPreview` + "`" + `."
+  "The projected cost in that month: only in ` + "`" + `budgetLookbackPreview` + "`" + `; null in ` + "`" + `budgetLookback` + "`" + `."
   projected: Float
 }
 
+"The lookback of an Explorer report before a start date (` + "`" + `budgetLookbackPost` + "`" + `)."
 input BudgetLookbackInput {
+  "The REST id of the Explorer report (` + "`" + `ExplorerReport.upstreamId` + "`" + `)."
   explorerReportId: String!
+  "The date whose preceding months are looked back on; its month counts."
   startDate: Date!
-  period: String
+  "The length of the budget's periods; accepted and checked by the upstream."
+  period: BudgetPeriod
+  "How many months to look back; the upstream's default (3 in the simulator) when left out."
   lookbackPeriod: Int
+  "The number of the budget's periods; accepted and checked by the upstream."
   numberOfPeriods: Int
 }
 
 extend type Query {
   """
-  Budgets, oldest first. ` + "`" + `first` + "`" + ` (default 50, at most 500) above the upstream's page size of 200 is served by
-  walking upstream pages. Forward only: the upstream cannot page backwards.
+  Budgets, oldest first (` + "`" + `listBudgets` + "`" + `). ` + "`" + `first` + "`" + ` (default 50, at most 500) above the upstream's page of 200 walks
+  upstream pages: ceil(first / 200) calls, one more when resuming from a cursor. Forward only: the upstream cannot
+  page backwards.
   """
-  budgets(first: Int = 50, after: String): BudgetConnection
-  "A budget by global ID; null with a NOT_FOUND error when it does not exist or belongs to another organization."
-  budget(id: ID!): Budget
-  "The lookback of an Explorer report before a start date (the REST POST form)."
-  budgetLookback(input: BudgetLookbackInput!): BudgetLookback
-  "The organization's recent months with projections (the REST GET form)."
+  budgets(
+    "How many budgets, 1 to 500."
+    first: Int = 50
+    "The cursor of the budget to start after: an edge's ` + "`" + `cursor` + "`" + ` or ` + "`" + `pageInfo.endCursor` + "`" + ` of this connection."
+    after: String
+  ): BudgetConnection
+  "A budget by global ID (` + "`" + `getBudget` + "`" + `); null with a NOT_FOUND error when it does not exist or belongs to another organization."
+  budget(
+    "The budget's global ID (` + "`" + `Budget.id` + "`" + `)."
+    id: ID!
+  ): Budget
+  "The monthly costs of an Explorer report before a start date (` + "`" + `budgetLookbackPost` + "`" + `)."
+  budgetLookback(
+    "The report and the date."
+    input: BudgetLookbackInput!
+  ): BudgetLookback
+  "The organization's recent months, with projections (` + "`" + `budgetLookbackGet` + "`" + `)."
   budgetLookbackPreview: BudgetLookback
 }
 
-"An input the upstream or the gateway rejected; ` + "`" + `field` + "`" + ` is the path to it in the arguments, when known."
+"""
+A problem with a mutation's input, found by the gateway or reported by the upstream, for a form to show beside the
+field. No identity of its own.
+"""
 type UserError {
+  "The path to the input field, from the mutation's arguments: ` + "`" + `[\"input\", \"name\"]` + "`" + `; ` + "`" + `[\"input\"]` + "`" + ` when the upstream does not say which."
   field: [String!]
+  "What is wrong, fit to show to the user."
   message: String!
-  "The upstream's error code, such as validation_error."
-  code: String
+  "The kind of problem."
+  code: UserErrorCode!
+  "The upstream's own ` + "`" + `error.code` + "`" + `, such as ` + "`" + `validation_error` + "`" + `, when the upstream refused the input; null when the gateway did."
+  upstreamCode: String
 }
 
+"The kinds of problem a mutation's input can have."
+enum UserErrorCode {
+  "A value that is not allowed: out of range, of the wrong form, or refused by the upstream."
+  INVALID_VALUE
+  "A field that must have a value has none (or null, or an empty string)."
+  REQUIRED
+  "A value longer than allowed, such as an ` + "`" + `idempotencyKey` + "`" + ` over 64 characters."
+  TOO_LONG
+  "The object the input names (the budget, or the Explorer report) does not exist or belongs to another organization."
+  NOT_FOUND
+  "The ` + "`" + `idempotencyKey` + "`" + ` was used before with a different input: send a new key, or the first input."
+  CONFLICT
+  "The API key may not make this change: it lacks the ` + "`" + `budgets:write` + "`" + ` scope, or the organization's plan has no API access."
+  FORBIDDEN
+}
+
+"A budget to create (` + "`" + `createBudget` + "`" + `)."
 input CreateBudgetInput {
+  "The budget's name; not empty."
   name: String!
+  "The first day of the first period."
   startDate: Date!
+  "How many periods, at least 1."
   numberOfPeriods: Int!
+  "The REST id of the Explorer report to base the budget on (` + "`" + `ExplorerReport.upstreamId` + "`" + `)."
   explorerReportId: String!
-  "MONTHLY when left out."
-  period: String
+  "The length of a period; MONTHLY when left out."
+  period: BudgetPeriod
   "DRAFT when left out."
-  status: String
+  status: BudgetStatus
   "BUDGET when left out."
-  targetType: String
+  targetType: TargetType
+  "How many months before the start to derive the targets from; the upstream's default when left out."
   lookbackPeriod: Int
+  "Any JSON value, at most 32 deep and 64 KB (the contract does not give the type)."
   budgetType: JSON
+  "Any JSON value, at most 32 deep and 64 KB (the contract does not give the type)."
   startingValue: JSON
+  "Any JSON value, at most 32 deep and 64 KB (the contract does not give the type)."
   customStartingValue: JSON
+  "Any JSON value, at most 32 deep and 64 KB (the contract does not give the type)."
   growthRate: JSON
+  "Whether to normalize the targets over the lookback; false when left out."
   normalizationPeriod: Boolean
   """
-  Sent as the upstream's Idempotency-Key (at most 64 characters): the same key with the same input returns the
-  original result. When left out, the gateway makes one for this mutation and reuses it on its own retries.
+  Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation; no
+  spaces or control characters). The same key with the same input returns the original result; with another input
+  it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own retries.
   """
   idempotencyKey: String
 }
 
+"What ` + "`" + `createBudget` + "`" + ` did."
 type CreateBudgetPayload {
   "The created budget; null when ` + "`" + `userErrors` + "`" + ` is not empty."
   budget: Budget
+  "Problems with the input; empty when the budget was created."
   userErrors: [UserError!]!
-  "The Idempotency-Key the write was sent with: replay it to retry safely."
+  "The Idempotency-Key the write was sent with: send the mutation again with it to retry safely."
   idempotencyKey: String!
 }
 
-"Fields left out are not changed; a nullable field set to null is cleared."
+"A budget to change (` + "`" + `updateBudget` + "`" + `). Fields left out are not changed; a nullable field set to null is cleared."
 input UpdateBudgetInput {
+  "The budget's global ID (` + "`" + `Budget.id` + "`" + `)."
   id: ID!
+  "The new name; not empty."
   name: String
-  status: String
-  period: String
+  "The new status; null is refused."
+  status: BudgetStatus
+  "The new period length; null is refused."
+  period: BudgetPeriod
+  "The new number of periods, at least 1; null is refused."
   numberOfPeriods: Int
+  "The new first day of the first period; null is refused."
   startDate: Date
+  "The REST id of another Explorer report (` + "`" + `ExplorerReport.upstreamId` + "`" + `); null is refused."
   explorerReportId: String
-  targetType: String
+  "The new target type; null is refused."
+  targetType: TargetType
+  "The new lookback in months; null restores the upstream's default."
   lookbackPeriod: Int
+  "Any JSON value, at most 32 deep and 64 KB; null clears it."
   budgetType: JSON
+  "Any JSON value, at most 32 deep and 64 KB; null clears it."
   startingValue: JSON
+  "Any JSON value, at most 32 deep and 64 KB; null clears it."
   customStartingValue: JSON
+  "Any JSON value, at most 32 deep and 64 KB; null clears it."
   growthRate: JSON
+  "Whether to normalize the targets over the lookback; null is refused."
   normalizationPeriod: Boolean
-  "As in CreateBudgetInput."
+  "As in CreateBudgetInput: 1 to 64 printable ASCII characters; made by the gateway when left out."
   idempotencyKey: String
 }
 
+"What ` + "`" + `updateBudget` + "`" + ` did."
 type UpdateBudgetPayload {
   "The updated budget; null when ` + "`" + `userErrors` + "`" + ` is not empty."
   budget: Budget
+  "Problems with the input; empty when the budget was updated."
   userErrors: [UserError!]!
+  "The Idempotency-Key the write was sent with: send the mutation again with it to retry safely."
   idempotencyKey: String!
 }
 
+"A budget to delete (` + "`" + `deleteBudget` + "`" + `)."
 input DeleteBudgetInput {
+  "The budget's global ID (` + "`" + `Budget.id` + "`" + `)."
   id: ID!
 }
 
+"What ` + "`" + `deleteBudget` + "`" + ` did."
 type DeleteBudgetPayload {
-  "The global ID of the deleted budget."
+  "The global ID of the deleted budget; null when ` + "`" + `userErrors` + "`" + ` is not empty."
   deletedBudgetId: ID
+  "Whether the budget is gone: deleted now, or (see ` + "`" + `alreadyDeleted` + "`" + `) by this same delete's first attempt."
   success: Boolean!
+  """
+  True when the first attempt's answer was lost and the retry found the budget gone: the first attempt most likely
+  deleted it. The upstream takes no Idempotency-Key on deletes, so the gateway cannot tell that from another
+  caller's delete in between.
+  """
+  alreadyDeleted: Boolean!
+  "Problems with the input, such as a budget that does not exist; empty when the budget is gone."
   userErrors: [UserError!]!
 }
 
+"Changes. Each is one upstream call, plus what the selection of its ` + "`" + `budget` + "`" + ` needs."
 type Mutation {
-  createBudget(input: CreateBudgetInput!): CreateBudgetPayload
-  updateBudget(input: UpdateBudgetInput!): UpdateBudgetPayload
-  deleteBudget(input: DeleteBudgetInput!): DeleteBudgetPayload
+  "Creates a budget (` + "`" + `createBudget` + "`" + `), exactly once however often it is retried with the same ` + "`" + `idempotencyKey` + "`" + `."
+  createBudget(
+    "The budget to create."
+    input: CreateBudgetInput!
+  ): CreateBudgetPayload
+  "Changes a budget (` + "`" + `updateBudget` + "`" + `), exactly once however often it is retried with the same ` + "`" + `idempotencyKey` + "`" + `."
+  updateBudget(
+    "The budget and the fields to change."
+    input: UpdateBudgetInput!
+  ): UpdateBudgetPayload
+  "Deletes a budget (` + "`" + `deleteBudget` + "`" + `); a lost answer is retried, and a retry that finds the budget gone says so."
+  deleteBudget(
+    "The budget to delete."
+    input: DeleteBudgetInput!
+  ): DeleteBudgetPayload
 }
 `, BuiltIn: false},
-	{Name: "../explorer.graphqls", Input: `"A cost query over the daily cost table."
+	{Name: "../explorer.graphqls", Input: `"A cost query over the organization's cost table: the body of the four POST Explorer operations."
 input ExplorerQueryInput {
+  "The days to cover, both ends included."
   dateRange: DateRangeInput!
-  "A cost dimension column, such as product_product_name or billing_account_name."
+  "The name of a cost dimension column to group by, such as ` + "`" + `product_product_name` + "`" + ` (service) or ` + "`" + `billing_account_name` + "`" + ` (account)."
   groupBy: String!
-  "A cost measure column, such as line_item_unblended_cost."
-  costType: String!
-  "Time bucket: day, week or month."
-  granularity: String!
-  "Filter items, passed to the upstream as given (their shape is not given by the contract)."
+  "The cost measure to sum."
+  costType: CostType!
+  "The size of a time bucket."
+  granularity: Granularity!
+  "Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB."
   filters: [JSON!]! = []
 }
 
 "An inclusive range of dates."
 input DateRangeInput {
+  "The first day."
   start: Date!
+  "The last day, not before ` + "`" + `start` + "`" + `."
   end: Date!
 }
 
 """
-Explorer cost queries. Each field is one upstream call; the same field with the same arguments twice in one
-request is fetched once.
+The cost measure of an Explorer query: a column of the cost table. The contract names
+` + "`" + `line_item_unblended_cost` + "`" + `; the other two are the usual columns of a cost and usage report, which an upstream that
+does not have them refuses (BAD_USER_INPUT).
 """
-type Explorer {
-  summary(query: ExplorerQueryInput!): ExplorerSummary
-  previousPeriod(query: ExplorerQueryInput!): ExplorerPreviousPeriod
-  history(query: ExplorerQueryInput!): ExplorerHistory
-  heatmap(query: ExplorerQueryInput!): ExplorerHeatmap
-  "Values of a dimension (such as product_product_name) with their cost."
-  dimensionValues(key: String!): DimensionValues
+enum CostType {
+  "` + "`" + `line_item_unblended_cost` + "`" + `: the cost as billed, before discounts."
+  LINE_ITEM_UNBLENDED_COST
+  "` + "`" + `line_item_net_unblended_cost` + "`" + `: the unblended cost after discounts."
+  LINE_ITEM_NET_UNBLENDED_COST
+  "` + "`" + `line_item_amortized_cost` + "`" + `: upfront fees spread over the periods they cover."
+  LINE_ITEM_AMORTIZED_COST
 }
 
+"The size of an Explorer query's time buckets."
+enum Granularity {
+  "One day."
+  DAY
+  "One ISO week, from Monday."
+  WEEK
+  "One calendar month."
+  MONTH
+}
+
+"""
+Explorer cost queries. Each field is one upstream call; the same field with the same query twice in one request is
+fetched once. None of the results has an identity of its own: caches keep them under the query's arguments. The
+slower ones (` + "`" + `history` + "`" + `, ` + "`" + `heatmap` + "`" + `) are worth ` + "`" + `@defer` + "`" + ` on a dashboard.
+"""
+type Explorer {
+  "Summary cards of the query's period against the period before (` + "`" + `explorerSummary` + "`" + `)."
+  summary(
+    "The query."
+    query: ExplorerQueryInput!
+  ): ExplorerSummary
+  "The query's total against the period before (` + "`" + `explorerPreviousPeriod` + "`" + `)."
+  previousPeriod(
+    "The query."
+    query: ExplorerQueryInput!
+  ): ExplorerPreviousPeriod
+  "The query's cost by group and time bucket (` + "`" + `explorerHistory` + "`" + `)."
+  history(
+    "The query."
+    query: ExplorerQueryInput!
+  ): ExplorerHistory
+  "The query's daily cost by group (` + "`" + `explorerHeatmap` + "`" + `)."
+  heatmap(
+    "The query."
+    query: ExplorerQueryInput!
+  ): ExplorerHeatmap
+  "The values of a dimension with their cost over the last 30 days (` + "`" + `explorerDimensionValues` + "`" + `)."
+  dimensionValues(
+    "The dimension column, such as ` + "`" + `product_product_name` + "`" + ` or ` + "`" + `billing_account_name` + "`" + `."
+    key: String!
+  ): DimensionValues
+}
+
+"Summary cards of an Explorer query."
 type ExplorerSummary {
+  "The cards, in the upstream's order."
   cards: [SummaryCard!]!
+  "Whether the upstream answered from its cache."
   servedFromCache: Boolean!
 }
 
+"One summary card, such as the total cost or the average daily cost."
 type SummaryCard {
+  "The card's title, such as ` + "`" + `Total cost` + "`" + `."
   title: String!
+  "What the card shows, in words."
   description: String!
+  "The figure for the query's period."
   value: Float!
+  "The same figure for the period of the same length just before."
   previousValue: Float!
 }
 
+"An Explorer query's total against the period before."
 type ExplorerPreviousPeriod {
+  "The total of the query's period."
   currentTotal: Float!
+  "The total of the period of the same length just before."
   previousTotal: Float!
+  "The change from ` + "`" + `previousTotal` + "`" + ` to ` + "`" + `currentTotal` + "`" + `, in per cent."
   changePercent: Float!
+  "Whether the upstream answered from its cache."
   servedFromCache: Boolean!
 }
 
+"An Explorer query's cost by group and time bucket."
 type ExplorerHistory {
-  "Cost rows, typed."
+  "The cost rows, typed: group, date and cost."
   costRows: [HistoryCostRow!]!
+  "The upstream's totals per time bucket, as it sends them (the contract does not give their shape)."
   totalsByTimeRows: [JSON!]!
+  "The upstream's usage rows, as it sends them (the contract does not give their shape)."
   usageRows: [JSON!]!
+  "The upstream's usage rows per group, as it sends them (the contract does not give their shape)."
   usageGroupRows: [JSON!]!
-  "Name of the time column of the raw rows."
+  "The name of the time column of the raw rows, such as ` + "`" + `usage_date` + "`" + `."
   timeColumn: String!
-  "Name of the group-by column of the raw rows."
+  "The name of the group-by column of the raw rows: the query's ` + "`" + `groupBy` + "`" + `."
   groupBy: String!
+  "Whether the upstream answered from its cache."
   servedFromCache: Boolean!
 }
 
@@ -2099,33 +2433,49 @@ type ExplorerHistory {
 type HistoryCostRow {
   "The value of the group-by column."
   group: String!
-  "The time column, read from its numeric YYYYMMDD form."
+  "The first day of the time bucket, read from the time column's numeric ` + "`" + `YYYYMMDD` + "`" + ` form."
   date: Date!
+  "The cost of the group in the bucket."
   cost: Float!
-  "The row as the upstream sent it."
+  "The row as the upstream sent it, every column included."
   raw: JSON!
 }
 
+"An Explorer query's daily cost by group."
 type ExplorerHeatmap {
+  "The cells, sorted as the upstream sends them (by day, then dimension, in the simulator)."
   rows: [HeatmapRow!]!
+  "Whether the upstream answered from its cache."
   servedFromCache: Boolean!
 }
 
+"The cost of one group on one day."
 type HeatmapRow {
+  "The group's value."
   dimension: String!
+  "The day."
   day: Date!
+  "The cost."
   cost: Float!
 }
 
+"The values of a dimension with their cost."
 type DimensionValues {
+  "Each value with its cost, most costly first."
   items: [DimensionValue!]!
+  "The same values' names, in the same order."
   values: [String!]!
+  "Whether the upstream has more values than it sent."
   hasMore: Boolean!
+  "Whether the upstream answered from its cache."
   servedFromCache: Boolean!
 }
 
+"One value of a dimension with its cost."
 type DimensionValue {
+  "The value, such as a service or account name."
   value: String!
+  "Its cost over the upstream's window (the last 30 days in the simulator)."
   cost: Float!
 }
 
@@ -2134,117 +2484,282 @@ extend type Query {
   explorer: Explorer!
 }
 `, BuiltIn: false},
-	{Name: "../insights.graphqls", Input: `"A cost optimization recommendation."
-type Recommendation {
+	{Name: "../insights.graphqls", Input: `"""
+A cost optimization recommendation (` + "`" + `listRecommendations` + "`" + `). The contract lists no state for it: members beyond its
+list, such as a state the upstream adds, are in ` + "`" + `extra` + "`" + `.
+"""
+type Recommendation implements Node {
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the recommendation among the first 1 000 of the list (up to 5 calls of ` + "`" + `listRecommendations` + "`" + `)."
+  id: ID!
+  "The REST id (` + "`" + `recommendation_id` + "`" + `)."
   recommendationId: String!
+  "What to do, in words."
   recommendationName: String!
+  "The estimated saving per month, in the organization's currency."
   estimatedMonthlySavings: Float!
-  implementationEffort: String!
+  "How much work it takes; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `implementationEffortRaw` + "`" + ` holds."
+  implementationEffort: ImplementationEffort!
+  "` + "`" + `implementation_effort` + "`" + ` exactly as the upstream sent it, such as ` + "`" + `Low` + "`" + `."
+  implementationEffortRaw: String!
+  "The kind of resource, such as ` + "`" + `Compute` + "`" + ` or ` + "`" + `Storage` + "`" + `."
   category: String!
+  "The kind of action, such as ` + "`" + `Rightsize` + "`" + ` or ` + "`" + `Delete` + "`" + `."
   actionType: String!
+  "The cloud account's name."
   accountName: String!
+  "The cloud region, such as ` + "`" + `us-east-1` + "`" + `."
   region: String!
+  "The cloud resource's id."
   resourceId: String!
   "Members of the upstream record beyond the contract's list, as an object; null when there are none."
   extra: JSON
 }
 
+"How much work a recommendation takes. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `implementationEffortRaw` + "`" + `."
+enum ImplementationEffort {
+  "` + "`" + `Low` + "`" + `: a setting or a click."
+  LOW
+  "` + "`" + `Medium` + "`" + `: a planned change."
+  MEDIUM
+  "` + "`" + `High` + "`" + `: a project."
+  HIGH
+  "A value this schema does not know yet; read ` + "`" + `implementationEffortRaw` + "`" + `."
+  UNKNOWN
+}
+
+"""
+A page of recommendations, most saving first. Its cursors are the gateway's, signed: each names the upstream page
+(by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as ` + "`" + `after` + "`" + `.
+"""
 type RecommendationConnection {
+  "The recommendations of the page, each with its cursor."
   edges: [RecommendationEdge!]!
+  "The recommendations of the page, without cursors."
   nodes: [Recommendation!]!
+  "Where the page stands."
   pageInfo: PageInfo!
 }
 
+"A recommendation and its cursor."
 type RecommendationEdge {
-  "Valid as ` + "`" + `after` + "`" + `."
+  "Valid as ` + "`" + `after` + "`" + `: the page it starts begins right after this recommendation."
   cursor: String!
+  "The recommendation."
   node: Recommendation!
 }
 
-"A detected cost anomaly."
-type Anomaly {
+"""
+A detected cost anomaly (` + "`" + `listAnomalies` + "`" + `). The contract lists no state for it: members beyond its list, such as a
+state the upstream adds, are in ` + "`" + `extra` + "`" + `.
+"""
+type Anomaly implements Node {
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the anomaly among the first 1 000 of the list (up to 5 calls of ` + "`" + `listAnomalies` + "`" + `)."
+  id: ID!
+  "The REST id (` + "`" + `anomaly_id` + "`" + `)."
   anomalyId: String!
+  "The cloud service whose cost moved."
   service: String!
+  "The first day of the anomaly."
   startDate: Date!
+  "The last day of the anomaly."
   endDate: Date!
+  "The anomaly score now, from 0 to 1."
   scoreCurrent: Float!
+  "The highest score the anomaly reached, from 0 to 1."
   scoreMax: Float!
+  "The largest impact on one day, in the organization's currency."
   impactMax: Float!
+  "The total impact, ` + "`" + `impactActualSpend` + "`" + ` − ` + "`" + `impactExpectedSpend` + "`" + `."
   impactTotal: Float!
+  "The total impact against the expected spend, in per cent."
   impactPct: Float!
+  "What was spent over the anomaly's days."
   impactActualSpend: Float!
+  "What was expected to be spent over the anomaly's days."
   impactExpectedSpend: Float!
+  "The value of the dimension the anomaly was found in, such as a region."
   dimensionValue: String!
-  detectionSource: String!
+  "Who found it; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `detectionSourceRaw` + "`" + ` holds."
+  detectionSource: DetectionSource!
+  "` + "`" + `detection_source` + "`" + ` exactly as the upstream sent it, such as ` + "`" + `aws` + "`" + `."
+  detectionSourceRaw: String!
   "Members of the upstream record beyond the contract's list, as an object; null when there are none."
   extra: JSON
 }
 
+"Who found an anomaly. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `detectionSourceRaw` + "`" + `."
+enum DetectionSource {
+  "` + "`" + `aws` + "`" + `: the cloud provider's anomaly detection (the value the contract shows)."
+  AWS
+  "A value this schema does not know yet, such as the platform's own detection; read ` + "`" + `detectionSourceRaw` + "`" + `."
+  UNKNOWN
+}
+
+"""
+A page of anomalies, most recent first. Its cursors are the gateway's, signed: each names the upstream page (by the
+upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as ` + "`" + `after` + "`" + `.
+"""
 type AnomalyConnection {
+  "The anomalies of the page, each with its cursor."
   edges: [AnomalyEdge!]!
+  "The anomalies of the page, without cursors."
   nodes: [Anomaly!]!
+  "Where the page stands."
   pageInfo: PageInfo!
 }
 
+"An anomaly and its cursor."
 type AnomalyEdge {
-  "Valid as ` + "`" + `after` + "`" + `."
+  "Valid as ` + "`" + `after` + "`" + `: the page it starts begins right after this anomaly."
   cursor: String!
+  "The anomaly."
   node: Anomaly!
 }
 
 extend type Query {
-  "Recommendations in upstream order. ` + "`" + `first` + "`" + ` default 50, at most 500; forward only."
-  recommendations(first: Int = 50, after: String): RecommendationConnection
-  "Anomalies in upstream order. ` + "`" + `first` + "`" + ` default 50, at most 500; forward only."
-  anomalies(first: Int = 50, after: String): AnomalyConnection
+  "Recommendations in upstream order (` + "`" + `listRecommendations` + "`" + `): ceil(first / 200) calls, one more when resuming. Forward only."
+  recommendations(
+    "How many recommendations, 1 to 500."
+    first: Int = 50
+    "The cursor of the recommendation to start after."
+    after: String
+  ): RecommendationConnection
+  "Anomalies in upstream order (` + "`" + `listAnomalies` + "`" + `): ceil(first / 200) calls, one more when resuming. Forward only."
+  anomalies(
+    "How many anomalies, 1 to 500."
+    first: Int = 50
+    "The cursor of the anomaly to start after."
+    after: String
+  ): AnomalyConnection
 }
 `, BuiltIn: false},
-	{Name: "../notifications.graphqls", Input: `"A scheduled notification delivery."
-type ScheduledNotification {
+	{Name: "../notifications.graphqls", Input: `"A scheduled delivery of a report or canvas by e-mail (` + "`" + `listScheduledNotifications` + "`" + `)."
+type ScheduledNotification implements Node {
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the notification among the first 1 000 of the list (up to 5 calls)."
   id: ID!
+  "The id the REST API uses for this notification."
+  upstreamId: String!
+  "The recipient's e-mail address."
   recipientEmail: String!
+  "The e-mail's subject."
   subject: String!
-  "Values seen: recurring."
-  scheduleType: String!
+  "How the delivery is scheduled; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `scheduleTypeRaw` + "`" + ` holds."
+  scheduleType: ScheduleType!
+  "` + "`" + `scheduleType` + "`" + ` exactly as the upstream sent it, such as ` + "`" + `recurring` + "`" + `."
+  scheduleTypeRaw: String!
+  "When the next delivery is due."
   scheduledAt: DateTime!
-  "Values seen: weekly."
-  recurrenceFrequency: String!
+  "How often it recurs; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `recurrenceFrequencyRaw` + "`" + ` holds."
+  recurrenceFrequency: RecurrenceFrequency!
+  "` + "`" + `recurrenceFrequency` + "`" + ` exactly as the upstream sent it, such as ` + "`" + `weekly` + "`" + `."
+  recurrenceFrequencyRaw: String!
+  "The time zone the schedule is kept in, an IANA name such as ` + "`" + `America/New_York` + "`" + `."
   recurrenceTimezone: String!
+  "The weekday of a weekly schedule: 0 is Sunday, 6 Saturday."
   recurrenceWeekday: Int!
+  "The day of the month of a monthly schedule, 1 to 31; null for other schedules."
   recurrenceDayOfMonth: Int
+  "The schedule as a cron expression, in ` + "`" + `recurrenceTimezone` + "`" + `."
   cronExpression: String!
-  "Values seen: pending."
-  status: String!
+  "Where the delivery stands; ` + "`" + `UNKNOWN` + "`" + ` for a value this schema does not know yet, which ` + "`" + `statusRaw` + "`" + ` holds."
+  status: NotificationStatus!
+  "` + "`" + `status` + "`" + ` exactly as the upstream sent it, such as ` + "`" + `pending` + "`" + `."
+  statusRaw: String!
+  "When it was last sent; null when never."
   sentAt: DateTime
+  "Why the last delivery failed; null when it did not."
   errorMessage: String
+  "When a failed delivery is tried again; null when none is due."
   nextAttemptAt: DateTime
+  "When the notification was created."
   createdAt: DateTime!
+  "When the notification was last changed."
   updatedAt: DateTime!
+  "The REST id of the canvas it sends; null when it sends a report."
   canvasId: String
+  "The REST id of the Explorer report it sends; null when it sends a canvas."
   explorerReportId: String
+  "Whether the e-mail includes the assistant's analysis."
   includeAssistantAnalysis: Boolean!
 }
 
+"How a delivery is scheduled. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `scheduleTypeRaw` + "`" + `."
+enum ScheduleType {
+  "` + "`" + `recurring` + "`" + `: sent again and again (the value the contract shows)."
+  RECURRING
+  "A value this schema does not know yet, such as a one-off delivery; read ` + "`" + `scheduleTypeRaw` + "`" + `."
+  UNKNOWN
+}
+
+"""
+How often a delivery recurs. The contract shows ` + "`" + `weekly` + "`" + `; ` + "`" + `daily` + "`" + ` and ` + "`" + `monthly` + "`" + ` are what the schedule's fields
+(` + "`" + `recurrenceDayOfMonth` + "`" + `) provide for. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in
+` + "`" + `recurrenceFrequencyRaw` + "`" + `.
+"""
+enum RecurrenceFrequency {
+  "` + "`" + `daily` + "`" + `."
+  DAILY
+  "` + "`" + `weekly` + "`" + `, on ` + "`" + `recurrenceWeekday` + "`" + `."
+  WEEKLY
+  "` + "`" + `monthly` + "`" + `, on ` + "`" + `recurrenceDayOfMonth` + "`" + `."
+  MONTHLY
+  "A value this schema does not know yet; read ` + "`" + `recurrenceFrequencyRaw` + "`" + `."
+  UNKNOWN
+}
+
+"""
+Where a delivery stands. The contract shows ` + "`" + `pending` + "`" + `; ` + "`" + `sent` + "`" + ` and ` + "`" + `failed` + "`" + ` are what ` + "`" + `sentAt` + "`" + ` and ` + "`" + `errorMessage` + "`" + `
+provide for. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `statusRaw` + "`" + `.
+"""
+enum NotificationStatus {
+  "` + "`" + `pending` + "`" + `: due at ` + "`" + `scheduledAt` + "`" + `."
+  PENDING
+  "` + "`" + `sent` + "`" + `."
+  SENT
+  "` + "`" + `failed` + "`" + `: see ` + "`" + `errorMessage` + "`" + ` and ` + "`" + `nextAttemptAt` + "`" + `."
+  FAILED
+  "A value this schema does not know yet; read ` + "`" + `statusRaw` + "`" + `."
+  UNKNOWN
+}
+
+"""
+A page of scheduled notifications, oldest first. Its cursors are the gateway's, signed: each names the upstream page
+(by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as ` + "`" + `after` + "`" + `.
+"""
 type ScheduledNotificationConnection {
+  "The notifications of the page, each with its cursor."
   edges: [ScheduledNotificationEdge!]!
+  "The notifications of the page, without cursors."
   nodes: [ScheduledNotification!]!
+  "Where the page stands."
   pageInfo: PageInfo!
-  "The number of scheduled notifications, as the upstream reports it (only this list has a total)."
+  "The number of scheduled notifications in all, as the upstream reports it (only this list has a total)."
   totalCount: Int!
 }
 
+"A scheduled notification and its cursor."
 type ScheduledNotificationEdge {
-  "Valid as ` + "`" + `after` + "`" + `."
+  "Valid as ` + "`" + `after` + "`" + `: the page it starts begins right after this notification."
   cursor: String!
+  "The notification."
   node: ScheduledNotification!
 }
 
 extend type Query {
-  "Scheduled notifications in upstream order. ` + "`" + `first` + "`" + ` default 50, at most 500; forward only."
-  scheduledNotifications(first: Int = 50, after: String): ScheduledNotificationConnection
+  "Scheduled notifications in upstream order (` + "`" + `listScheduledNotifications` + "`" + `): ceil(first / 200) calls, one more when resuming. Forward only."
+  scheduledNotifications(
+    "How many notifications, 1 to 500."
+    first: Int = 50
+    "The cursor of the notification to start after."
+    after: String
+  ): ScheduledNotificationConnection
 }
 `, BuiltIn: false},
-	{Name: "../relay.graphqls", Input: `"An object with a global ID that ` + "`" + `node` + "`" + ` and ` + "`" + `nodes` + "`" + ` can refetch."
+	{Name: "../relay.graphqls", Input: `"""
+An object with a global ID, which ` + "`" + `node` + "`" + ` and ` + "`" + `nodes` + "`" + ` refetch and normalized caches key on. Budgets and planning rows
+are refetched with one upstream call; the objects the upstream can only list (recommendations, anomalies, scheduled
+notifications, and the users and Explorer reports that budgets embed) are found among the first 1 000 of their list.
+"""
 interface Node {
   "Opaque global ID. Do not parse it: its encoding may change."
   id: ID!
@@ -2257,35 +2772,63 @@ The upstream REST API pages forwards only, with opaque cursors, so connections t
 never ` + "`" + `last` + "`" + ` or ` + "`" + `before` + "`" + `, and ` + "`" + `hasPreviousPage` + "`" + ` is always false.
 """
 type PageInfo {
+  "Whether records follow this page."
   hasNextPage: Boolean!
   "Always false: the upstream cannot page backwards."
   hasPreviousPage: Boolean!
+  "The cursor of the page's first record; null for an empty page."
   startCursor: String
+  "The cursor of the page's last record, valid as ` + "`" + `after` + "`" + ` for the next page; null for an empty page."
   endCursor: String
+}
+
+"What an operation costs in upstream calls, as the limits estimate it before any call."
+type QueryCost {
+  "The upstream calls this operation is estimated to make at most."
+  estimatedUpstreamCalls: Int!
+  "The most an operation may be estimated to make (-max-cost); null when there is no limit."
+  maxUpstreamCalls: Int
 }
 
 type Query {
   "Refetches any object by global ID; null (with a NOT_FOUND error) when it does not exist or is not yours."
-  node(id: ID!): Node
-  "Refetches up to 100 objects by global ID, in the order given."
-  nodes(ids: [ID!]!): [Node]!
+  node(
+    "The object's global ID (` + "`" + `id` + "`" + `)."
+    id: ID!
+  ): Node
+  "Refetches up to 100 objects by global ID, in the order given; a failing ID is null with its own error."
+  nodes(
+    "The objects' global IDs, at most 100."
+    ids: [ID!]!
+  ): [Node]!
+  """
+  What this operation costs in upstream calls, before any is made: the same figure every response carries in
+  ` + "`" + `extensions.cost` + "`" + `, for clients that want it in data.
+  """
+  cost: QueryCost!
 }
 `, BuiltIn: false},
-	{Name: "../scalars.graphqls", Input: `"A calendar date, ` + "`" + `YYYY-MM-DD` + "`" + `. Anything else is rejected."
-scalar Date
+	{Name: "../scalars.graphqls", Input: `"A calendar date, ` + "`" + `YYYY-MM-DD` + "`" + `, with no time zone. Anything else is rejected."
+scalar Date @specifiedBy(url: "https://scalars.graphql.org/andimarek/local-date")
 
-"An instant in UTC with millisecond precision and a trailing ` + "`" + `Z` + "`" + `, ` + "`" + `2026-07-20T18:00:00.000Z` + "`" + `. Anything else is rejected."
-scalar DateTime
+"""
+An instant, as an RFC 3339 date-time. Output is always UTC with millisecond precision and a trailing ` + "`" + `Z` + "`" + `
+(` + "`" + `2026-07-20T18:00:00.000Z` + "`" + `); input takes any RFC 3339 date-time with an offset.
+"""
+scalar DateTime @specifiedBy(url: "https://scalars.graphql.org/andimarek/date-time")
 
 """
 Any JSON value. Used only where the REST contract leaves a shape unknown: a budget's ` + "`" + `dimensions` + "`" + ` and untyped
-fields, Explorer filters and untyped Explorer rows, and the extra members of recommendations and anomalies.
+fields, Explorer filters and untyped Explorer rows, and the extra members of recommendations and anomalies. Input
+values nest at most 32 deep and are at most 64 KB; an output value nested deeper than 32 fails its field with
+UPSTREAM_BAD_RESPONSE.
 """
-scalar JSON
+scalar JSON @specifiedBy(url: "https://www.rfc-editor.org/rfc/rfc8259")
 
 """
-A 64-bit signed integer, written as a string of decimal digits ("2147483648"): a JSON number above 2^53 loses
-precision in JavaScript. Input takes the string or an integer.
+A 64-bit signed integer, written as a string of decimal digits (` + "`" + `"2147483648"` + "`" + `), from -9223372036854775808 to
+9223372036854775807: a JSON number above 2^53 loses precision in JavaScript. Input takes the string, or an integer.
+(No published scalar specification writes 64-bit integers as strings, so this description is its specification.)
 """
 scalar Int64
 `, BuiltIn: false},
@@ -2298,6 +2841,8 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
 func (ec *executionContext) childFields_Anomaly(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Anomaly_id(ctx, field)
 	case "anomalyId":
 		return ec.fieldContext_Anomaly_anomalyId(ctx, field)
 	case "service":
@@ -2324,6 +2869,8 @@ func (ec *executionContext) childFields_Anomaly(ctx context.Context, field graph
 		return ec.fieldContext_Anomaly_dimensionValue(ctx, field)
 	case "detectionSource":
 		return ec.fieldContext_Anomaly_detectionSource(ctx, field)
+	case "detectionSourceRaw":
+		return ec.fieldContext_Anomaly_detectionSourceRaw(ctx, field)
 	case "extra":
 		return ec.fieldContext_Anomaly_extra(ctx, field)
 	}
@@ -2362,10 +2909,16 @@ func (ec *executionContext) childFields_Budget(ctx context.Context, field graphq
 		return ec.fieldContext_Budget_name(ctx, field)
 	case "targetType":
 		return ec.fieldContext_Budget_targetType(ctx, field)
+	case "targetTypeRaw":
+		return ec.fieldContext_Budget_targetTypeRaw(ctx, field)
 	case "period":
 		return ec.fieldContext_Budget_period(ctx, field)
+	case "periodRaw":
+		return ec.fieldContext_Budget_periodRaw(ctx, field)
 	case "status":
 		return ec.fieldContext_Budget_status(ctx, field)
+	case "statusRaw":
+		return ec.fieldContext_Budget_statusRaw(ctx, field)
 	case "numberOfPeriods":
 		return ec.fieldContext_Budget_numberOfPeriods(ctx, field)
 	case "startDate":
@@ -2484,6 +3037,8 @@ func (ec *executionContext) childFields_DeleteBudgetPayload(ctx context.Context,
 		return ec.fieldContext_DeleteBudgetPayload_deletedBudgetId(ctx, field)
 	case "success":
 		return ec.fieldContext_DeleteBudgetPayload_success(ctx, field)
+	case "alreadyDeleted":
+		return ec.fieldContext_DeleteBudgetPayload_alreadyDeleted(ctx, field)
 	case "userErrors":
 		return ec.fieldContext_DeleteBudgetPayload_userErrors(ctx, field)
 	}
@@ -2578,6 +3133,8 @@ func (ec *executionContext) childFields_ExplorerReport(ctx context.Context, fiel
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_ExplorerReport_id(ctx, field)
+	case "upstreamId":
+		return ec.fieldContext_ExplorerReport_upstreamId(ctx, field)
 	case "name":
 		return ec.fieldContext_ExplorerReport_name(ctx, field)
 	}
@@ -2682,6 +3239,8 @@ func (ec *executionContext) childFields_Planning(ctx context.Context, field grap
 		return ec.fieldContext_Planning_targetItems(ctx, field)
 	case "targetType":
 		return ec.fieldContext_Planning_targetType(ctx, field)
+	case "targetTypeRaw":
+		return ec.fieldContext_Planning_targetTypeRaw(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Planning_createdAt(ctx, field)
 	case "actuals":
@@ -2700,8 +3259,20 @@ func (ec *executionContext) childFields_PlanningActuals(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type PlanningActuals", field.Name)
 }
 
+func (ec *executionContext) childFields_QueryCost(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "estimatedUpstreamCalls":
+		return ec.fieldContext_QueryCost_estimatedUpstreamCalls(ctx, field)
+	case "maxUpstreamCalls":
+		return ec.fieldContext_QueryCost_maxUpstreamCalls(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type QueryCost", field.Name)
+}
+
 func (ec *executionContext) childFields_Recommendation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Recommendation_id(ctx, field)
 	case "recommendationId":
 		return ec.fieldContext_Recommendation_recommendationId(ctx, field)
 	case "recommendationName":
@@ -2710,6 +3281,8 @@ func (ec *executionContext) childFields_Recommendation(ctx context.Context, fiel
 		return ec.fieldContext_Recommendation_estimatedMonthlySavings(ctx, field)
 	case "implementationEffort":
 		return ec.fieldContext_Recommendation_implementationEffort(ctx, field)
+	case "implementationEffortRaw":
+		return ec.fieldContext_Recommendation_implementationEffortRaw(ctx, field)
 	case "category":
 		return ec.fieldContext_Recommendation_category(ctx, field)
 	case "actionType":
@@ -2752,16 +3325,22 @@ func (ec *executionContext) childFields_ScheduledNotification(ctx context.Contex
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_ScheduledNotification_id(ctx, field)
+	case "upstreamId":
+		return ec.fieldContext_ScheduledNotification_upstreamId(ctx, field)
 	case "recipientEmail":
 		return ec.fieldContext_ScheduledNotification_recipientEmail(ctx, field)
 	case "subject":
 		return ec.fieldContext_ScheduledNotification_subject(ctx, field)
 	case "scheduleType":
 		return ec.fieldContext_ScheduledNotification_scheduleType(ctx, field)
+	case "scheduleTypeRaw":
+		return ec.fieldContext_ScheduledNotification_scheduleTypeRaw(ctx, field)
 	case "scheduledAt":
 		return ec.fieldContext_ScheduledNotification_scheduledAt(ctx, field)
 	case "recurrenceFrequency":
 		return ec.fieldContext_ScheduledNotification_recurrenceFrequency(ctx, field)
+	case "recurrenceFrequencyRaw":
+		return ec.fieldContext_ScheduledNotification_recurrenceFrequencyRaw(ctx, field)
 	case "recurrenceTimezone":
 		return ec.fieldContext_ScheduledNotification_recurrenceTimezone(ctx, field)
 	case "recurrenceWeekday":
@@ -2772,6 +3351,8 @@ func (ec *executionContext) childFields_ScheduledNotification(ctx context.Contex
 		return ec.fieldContext_ScheduledNotification_cronExpression(ctx, field)
 	case "status":
 		return ec.fieldContext_ScheduledNotification_status(ctx, field)
+	case "statusRaw":
+		return ec.fieldContext_ScheduledNotification_statusRaw(ctx, field)
 	case "sentAt":
 		return ec.fieldContext_ScheduledNotification_sentAt(ctx, field)
 	case "errorMessage":
@@ -2856,6 +3437,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_User_id(ctx, field)
+	case "upstreamId":
+		return ec.fieldContext_User_upstreamId(ctx, field)
 	case "firstName":
 		return ec.fieldContext_User_firstName(ctx, field)
 	case "lastName":
@@ -2874,6 +3457,8 @@ func (ec *executionContext) childFields_UserError(ctx context.Context, field gra
 		return ec.fieldContext_UserError_message(ctx, field)
 	case "code":
 		return ec.fieldContext_UserError_code(ctx, field)
+	case "upstreamCode":
+		return ec.fieldContext_UserError_upstreamCode(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserError", field.Name)
 }
@@ -3324,6 +3909,29 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 
 // region    **************************** field.gotpl *****************************
 
+func (ec *executionContext) _Anomaly_id(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Anomaly_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Anomaly().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Anomaly_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Anomaly", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _Anomaly_anomalyId(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3613,13 +4221,36 @@ func (ec *executionContext) _Anomaly_detectionSource(ctx context.Context, field 
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNDetectionSource2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Anomaly_detectionSource(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type DetectionSource does not have child fields"))
+}
+
+func (ec *executionContext) _Anomaly_detectionSourceRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Anomaly_detectionSourceRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DetectionSource, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Anomaly_detectionSourceRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -3879,13 +4510,36 @@ func (ec *executionContext) _Budget_targetType(ctx context.Context, field graphq
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNTargetType2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Budget_targetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type TargetType does not have child fields"))
+}
+
+func (ec *executionContext) _Budget_targetTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_targetTypeRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_targetTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -3902,13 +4556,36 @@ func (ec *executionContext) _Budget_period(ctx context.Context, field graphql.Co
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNBudgetPeriod2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Budget_period(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type BudgetPeriod does not have child fields"))
+}
+
+func (ec *executionContext) _Budget_periodRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_periodRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Period, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_periodRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -3925,13 +4602,36 @@ func (ec *executionContext) _Budget_status(ctx context.Context, field graphql.Co
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNBudgetStatus2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Budget_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type BudgetStatus does not have child fields"))
+}
+
+func (ec *executionContext) _Budget_statusRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_statusRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_statusRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -4935,6 +5635,29 @@ func (ec *executionContext) fieldContext_DeleteBudgetPayload_success(_ context.C
 	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _DeleteBudgetPayload_alreadyDeleted(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteBudgetPayload_alreadyDeleted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlreadyDeleted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteBudgetPayload_alreadyDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _DeleteBudgetPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5660,6 +6383,29 @@ func (ec *executionContext) _ExplorerReport_id(ctx context.Context, field graphq
 			return ec.fieldContext_ExplorerReport_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ExplorerReport().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ExplorerReport_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ExplorerReport", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ExplorerReport_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ExplorerReport_upstreamId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
 			return obj.ID, nil
 		},
 		nil,
@@ -5670,7 +6416,7 @@ func (ec *executionContext) _ExplorerReport_id(ctx context.Context, field graphq
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_ExplorerReport_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_ExplorerReport_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerReport", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -6536,13 +7282,36 @@ func (ec *executionContext) _Planning_targetType(ctx context.Context, field grap
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNTargetType2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Planning_targetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type TargetType does not have child fields"))
+}
+
+func (ec *executionContext) _Planning_targetTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Planning_targetTypeRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Planning_targetTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -6740,6 +7509,38 @@ func (ec *executionContext) fieldContext_Query_nodes(ctx context.Context, field 
 	if fc.Args, err = ec.field_Query_nodes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_cost(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Cost(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.QueryCost) graphql.Marshaler {
+			return ec.marshalNQueryCost2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐQueryCost(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_QueryCost(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -7148,6 +7949,75 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _QueryCost_estimatedUpstreamCalls(ctx context.Context, field graphql.CollectedField, obj *model.QueryCost) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryCost_estimatedUpstreamCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EstimatedUpstreamCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueryCost_estimatedUpstreamCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryCost", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _QueryCost_maxUpstreamCalls(ctx context.Context, field graphql.CollectedField, obj *model.QueryCost) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryCost_maxUpstreamCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxUpstreamCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryCost_maxUpstreamCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryCost", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Recommendation_id(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Recommendation_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Recommendation().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Recommendation_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Recommendation", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _Recommendation_recommendationId(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7230,13 +8100,36 @@ func (ec *executionContext) _Recommendation_implementationEffort(ctx context.Con
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNImplementationEffort2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Recommendation_implementationEffort(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type ImplementationEffort does not have child fields"))
+}
+
+func (ec *executionContext) _Recommendation_implementationEffortRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Recommendation_implementationEffortRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImplementationEffort, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Recommendation_implementationEffortRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -7538,7 +8431,7 @@ func (ec *executionContext) _ScheduledNotification_id(ctx context.Context, field
 			return ec.fieldContext_ScheduledNotification_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return ec.Resolvers.ScheduledNotification().ID(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7549,7 +8442,30 @@ func (ec *executionContext) _ScheduledNotification_id(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ScheduledNotification_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduledNotification_upstreamId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduledNotification_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_recipientEmail(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
@@ -7611,13 +8527,36 @@ func (ec *executionContext) _ScheduledNotification_scheduleType(ctx context.Cont
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNScheduleType2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_scheduleType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type ScheduleType does not have child fields"))
+}
+
+func (ec *executionContext) _ScheduledNotification_scheduleTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduledNotification_scheduleTypeRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScheduleType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduledNotification_scheduleTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -7657,13 +8596,36 @@ func (ec *executionContext) _ScheduledNotification_recurrenceFrequency(ctx conte
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNRecurrenceFrequency2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceFrequency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type RecurrenceFrequency does not have child fields"))
+}
+
+func (ec *executionContext) _ScheduledNotification_recurrenceFrequencyRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduledNotification_recurrenceFrequencyRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecurrenceFrequency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceFrequencyRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -7772,13 +8734,36 @@ func (ec *executionContext) _ScheduledNotification_status(ctx context.Context, f
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNNotificationStatus2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type NotificationStatus does not have child fields"))
+}
+
+func (ec *executionContext) _ScheduledNotification_statusRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ScheduledNotification_statusRaw(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ScheduledNotification_statusRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -8374,6 +9359,29 @@ func (ec *executionContext) _User_id(ctx context.Context, field graphql.Collecte
 			return ec.fieldContext_User_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.User().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _User_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_upstreamId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
 			return obj.ID, nil
 		},
 		nil,
@@ -8384,7 +9392,7 @@ func (ec *executionContext) _User_id(ctx context.Context, field graphql.Collecte
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_User_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -8515,6 +9523,29 @@ func (ec *executionContext) _UserError_code(ctx context.Context, field graphql.C
 			return obj.Code, nil
 		},
 		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.UserErrorCode) graphql.Marshaler {
+			return ec.marshalNUserErrorCode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorCode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserError_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type UserErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _UserError_upstreamCode(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserError_upstreamCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpstreamCode, nil
+		},
+		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
 			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
@@ -8522,7 +9553,7 @@ func (ec *executionContext) _UserError_code(ctx context.Context, field graphql.C
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_UserError_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_UserError_upstreamCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -9619,7 +10650,7 @@ func (ec *executionContext) unmarshalInputBudgetLookbackInput(ctx context.Contex
 			it.StartDate = data
 		case "period":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("period"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalOBudgetPeriod2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -9691,21 +10722,21 @@ func (ec *executionContext) unmarshalInputCreateBudgetInput(ctx context.Context,
 			it.ExplorerReportID = data
 		case "period":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("period"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalOBudgetPeriod2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Period = graphql.OmittableOf(data)
 		case "status":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalOBudgetStatus2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Status = graphql.OmittableOf(data)
 		case "targetType":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetType"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalOTargetType2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -9869,14 +10900,14 @@ func (ec *executionContext) unmarshalInputExplorerQueryInput(ctx context.Context
 			it.GroupBy = data
 		case "costType":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("costType"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalNCostType2string(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.CostType = data
 		case "granularity":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("granularity"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalNGranularity2string(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -9927,14 +10958,14 @@ func (ec *executionContext) unmarshalInputUpdateBudgetInput(ctx context.Context,
 			it.Name = graphql.OmittableOf(data)
 		case "status":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalOBudgetStatus2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Status = graphql.OmittableOf(data)
 		case "period":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("period"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalOBudgetPeriod2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -9962,7 +10993,7 @@ func (ec *executionContext) unmarshalInputUpdateBudgetInput(ctx context.Context,
 			it.ExplorerReportID = graphql.OmittableOf(data)
 		case "targetType":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetType"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalOTargetType2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -10029,6 +11060,27 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 	switch obj := (obj).(type) {
 	case nil:
 		return graphql.Null
+	case upstream.User:
+		return ec._User(ctx, sel, &obj)
+	case *upstream.User:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._User(ctx, sel, obj)
+	case upstream.ScheduledNotification:
+		return ec._ScheduledNotification(ctx, sel, &obj)
+	case *upstream.ScheduledNotification:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ScheduledNotification(ctx, sel, obj)
+	case upstream.Recommendation:
+		return ec._Recommendation(ctx, sel, &obj)
+	case *upstream.Recommendation:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Recommendation(ctx, sel, obj)
 	case upstream.Planning:
 		return ec._Planning(ctx, sel, &obj)
 	case *upstream.Planning:
@@ -10036,6 +11088,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Planning(ctx, sel, obj)
+	case upstream.ExplorerReport:
+		return ec._ExplorerReport(ctx, sel, &obj)
+	case *upstream.ExplorerReport:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ExplorerReport(ctx, sel, obj)
 	case upstream.Budget:
 		return ec._Budget(ctx, sel, &obj)
 	case *upstream.Budget:
@@ -10043,6 +11102,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Budget(ctx, sel, obj)
+	case upstream.Anomaly:
+		return ec._Anomaly(ctx, sel, &obj)
+	case *upstream.Anomaly:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Anomaly(ctx, sel, obj)
 	default:
 		if typedObj, ok := obj.(graphql.Marshaler); ok {
 			return typedObj
@@ -10056,7 +11122,7 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 
 // region    **************************** object.gotpl ****************************
 
-var anomalyImplementors = []string{"Anomaly"}
+var anomalyImplementors = []string{"Anomaly", "Node"}
 
 func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, obj *upstream.Anomaly) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyImplementors)
@@ -10068,6 +11134,44 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Anomaly")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Anomaly_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "anomalyId":
 			out.Values[i] = ec._Anomaly_anomalyId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10130,6 +11234,11 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "detectionSource":
 			out.Values[i] = ec._Anomaly_detectionSource(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "detectionSourceRaw":
+			out.Values[i] = ec._Anomaly_detectionSourceRaw(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -10348,13 +11457,28 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "targetTypeRaw":
+			out.Values[i] = ec._Budget_targetTypeRaw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "period":
 			out.Values[i] = ec._Budget_period(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "periodRaw":
+			out.Values[i] = ec._Budget_periodRaw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "status":
 			out.Values[i] = ec._Budget_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusRaw":
+			out.Values[i] = ec._Budget_statusRaw(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -10911,6 +12035,11 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "alreadyDeleted":
+			out.Values[i] = ec._DeleteBudgetPayload_alreadyDeleted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "userErrors":
 			out.Values[i] = ec._DeleteBudgetPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11453,7 +12582,7 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 	return out
 }
 
-var explorerReportImplementors = []string{"ExplorerReport"}
+var explorerReportImplementors = []string{"ExplorerReport", "Node"}
 
 func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerReport) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerReportImplementors)
@@ -11466,14 +12595,52 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("ExplorerReport")
 		case "id":
-			out.Values[i] = ec._ExplorerReport_id(ctx, field, obj)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ExplorerReport_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "upstreamId":
+			out.Values[i] = ec._ExplorerReport_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "name":
 			out.Values[i] = ec._ExplorerReport_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -12017,6 +13184,11 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "targetTypeRaw":
+			out.Values[i] = ec._Planning_targetTypeRaw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createdAt":
 			out.Values[i] = ec._Planning_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12176,6 +13348,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_nodes(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "cost":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_cost(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -12399,7 +13593,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	return out
 }
 
-var recommendationImplementors = []string{"Recommendation"}
+var queryCostImplementors = []string{"QueryCost"}
+
+func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet, obj *model.QueryCost) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, queryCostImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("QueryCost")
+		case "estimatedUpstreamCalls":
+			out.Values[i] = ec._QueryCost_estimatedUpstreamCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maxUpstreamCalls":
+			out.Values[i] = ec._QueryCost_maxUpstreamCalls(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var recommendationImplementors = []string{"Recommendation", "Node"}
 
 func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.SelectionSet, obj *upstream.Recommendation) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationImplementors)
@@ -12411,6 +13648,44 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Recommendation")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Recommendation_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "recommendationId":
 			out.Values[i] = ec._Recommendation_recommendationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12428,6 +13703,11 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 			}
 		case "implementationEffort":
 			out.Values[i] = ec._Recommendation_implementationEffort(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "implementationEffortRaw":
+			out.Values[i] = ec._Recommendation_implementationEffortRaw(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -12606,7 +13886,7 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 	return out
 }
 
-var scheduledNotificationImplementors = []string{"ScheduledNotification"}
+var scheduledNotificationImplementors = []string{"ScheduledNotification", "Node"}
 
 func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.SelectionSet, obj *upstream.ScheduledNotification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationImplementors)
@@ -12619,99 +13899,152 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("ScheduledNotification")
 		case "id":
-			out.Values[i] = ec._ScheduledNotification_id(ctx, field, obj)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._ScheduledNotification_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "upstreamId":
+			out.Values[i] = ec._ScheduledNotification_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recipientEmail":
 			out.Values[i] = ec._ScheduledNotification_recipientEmail(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "subject":
 			out.Values[i] = ec._ScheduledNotification_subject(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "scheduleType":
 			out.Values[i] = ec._ScheduledNotification_scheduleType(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scheduleTypeRaw":
+			out.Values[i] = ec._ScheduledNotification_scheduleTypeRaw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "scheduledAt":
 			out.Values[i] = ec._ScheduledNotification_scheduledAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recurrenceFrequency":
 			out.Values[i] = ec._ScheduledNotification_recurrenceFrequency(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "recurrenceFrequencyRaw":
+			out.Values[i] = ec._ScheduledNotification_recurrenceFrequencyRaw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recurrenceTimezone":
 			out.Values[i] = ec._ScheduledNotification_recurrenceTimezone(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recurrenceWeekday":
 			out.Values[i] = ec._ScheduledNotification_recurrenceWeekday(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recurrenceDayOfMonth":
 			out.Values[i] = ec._ScheduledNotification_recurrenceDayOfMonth(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cronExpression":
 			out.Values[i] = ec._ScheduledNotification_cronExpression(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
 			out.Values[i] = ec._ScheduledNotification_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "statusRaw":
+			out.Values[i] = ec._ScheduledNotification_statusRaw(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sentAt":
 			out.Values[i] = ec._ScheduledNotification_sentAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "errorMessage":
 			out.Values[i] = ec._ScheduledNotification_errorMessage(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "nextAttemptAt":
 			out.Values[i] = ec._ScheduledNotification_nextAttemptAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._ScheduledNotification_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._ScheduledNotification_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "canvasId":
 			out.Values[i] = ec._ScheduledNotification_canvasId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "explorerReportId":
 			out.Values[i] = ec._ScheduledNotification_explorerReportId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "includeAssistantAnalysis":
 			out.Values[i] = ec._ScheduledNotification_includeAssistantAnalysis(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -12974,7 +14307,7 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 	return out
 }
 
-var userImplementors = []string{"User"}
+var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *upstream.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
@@ -12987,24 +14320,62 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("User")
 		case "id":
-			out.Values[i] = ec._User_id(ctx, field, obj)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._User_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "upstreamId":
+			out.Values[i] = ec._User_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "firstName":
 			out.Values[i] = ec._User_firstName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "lastName":
 			out.Values[i] = ec._User_lastName(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "email":
 			out.Values[i] = ec._User_email(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -13051,6 +14422,11 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 			}
 		case "code":
 			out.Values[i] = ec._UserError_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "upstreamCode":
+			out.Values[i] = ec._UserError_upstreamCode(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -13588,6 +14964,54 @@ func (ec *executionContext) unmarshalNBudgetLookbackInput2githubᚗcomᚋcostgw�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNBudgetPeriod2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalBudgetPeriod(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBudgetPeriod2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalBudgetPeriod(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNBudgetStatus2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalBudgetStatus(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBudgetStatus2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalBudgetStatus(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNCostType2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalCostType(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCostType2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalCostType(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) unmarshalNCreateBudgetInput2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐCreateBudgetInput(ctx context.Context, v any) (model.CreateBudgetInput, error) {
 	res, err := ec.unmarshalInputCreateBudgetInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -13633,6 +15057,22 @@ func (ec *executionContext) marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋu
 func (ec *executionContext) unmarshalNDeleteBudgetInput2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐDeleteBudgetInput(ctx context.Context, v any) (model.DeleteBudgetInput, error) {
 	res, err := ec.unmarshalInputDeleteBudgetInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNDetectionSource2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalDetectionSource(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDetectionSource2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalDetectionSource(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValue(ctx context.Context, sel ast.SelectionSet, v upstream.DimensionValue) graphql.Marshaler {
@@ -13684,6 +15124,22 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		}
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) unmarshalNGranularity2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalGranularity(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNGranularity2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalGranularity(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRow(ctx context.Context, sel ast.SelectionSet, v upstream.HeatmapRow) graphql.Marshaler {
@@ -13769,6 +15225,22 @@ func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNImplementationEffort2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalImplementationEffort(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNImplementationEffort2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalImplementationEffort(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
@@ -13884,6 +15356,22 @@ func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgr
 	return ret
 }
 
+func (ec *executionContext) unmarshalNNotificationStatus2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalNotificationStatus(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNotificationStatus2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalNotificationStatus(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -13938,6 +15426,16 @@ func (ec *executionContext) marshalNPlanningActuals2ᚕgithubᚗcomᚋcostgwᚋg
 	return ret
 }
 
+func (ec *executionContext) marshalNQueryCost2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐQueryCost(ctx context.Context, sel ast.SelectionSet, v *model.QueryCost) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._QueryCost(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNRecommendation2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendation(ctx context.Context, sel ast.SelectionSet, v upstream.Recommendation) graphql.Marshaler {
 	return ec._Recommendation(ctx, sel, &v)
 }
@@ -13986,6 +15484,38 @@ func (ec *executionContext) marshalNRecommendationEdge2ᚕgithubᚗcomᚋcostgw�
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNRecurrenceFrequency2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalRecurrenceFrequency(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRecurrenceFrequency2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalRecurrenceFrequency(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNScheduleType2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalScheduleType(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNScheduleType2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalScheduleType(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNScheduledNotification2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotification(ctx context.Context, sel ast.SelectionSet, v upstream.ScheduledNotification) graphql.Marshaler {
@@ -14123,6 +15653,22 @@ func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewa
 	return ret
 }
 
+func (ec *executionContext) unmarshalNTargetType2string(ctx context.Context, v any) (string, error) {
+	res, err := model.UnmarshalTargetType(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTargetType2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := model.MarshalTargetType(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) unmarshalNUpdateBudgetInput2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUpdateBudgetInput(ctx context.Context, v any) (model.UpdateBudgetInput, error) {
 	res, err := ec.unmarshalInputUpdateBudgetInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -14146,6 +15692,16 @@ func (ec *executionContext) marshalNUserError2ᚕgithubᚗcomᚋcostgwᚋgateway
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNUserErrorCode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorCode(ctx context.Context, v any) (model.UserErrorCode, error) {
+	var res model.UserErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUserErrorCode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorCode(ctx context.Context, sel ast.SelectionSet, v model.UserErrorCode) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -14358,6 +15914,42 @@ func (ec *executionContext) marshalOBudgetMetrics2ᚖgithubᚗcomᚋcostgwᚋgat
 		return graphql.Null
 	}
 	return ec._BudgetMetrics(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOBudgetPeriod2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := model.UnmarshalBudgetPeriod(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOBudgetPeriod2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := model.MarshalBudgetPeriod(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOBudgetStatus2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := model.UnmarshalBudgetStatus(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOBudgetStatus2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := model.MarshalBudgetStatus(*v)
+	return res
 }
 
 func (ec *executionContext) marshalOCreateBudgetPayload2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateBudgetPayload) graphql.Marshaler {
@@ -14666,6 +16258,24 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalString(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOTargetType2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := model.UnmarshalTargetType(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTargetType2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := model.MarshalTargetType(*v)
 	return res
 }
 

@@ -85,9 +85,31 @@ func (e *Extension) MutateOperationParameters(ctx context.Context, p *graphql.Ra
 	return nil
 }
 
-// MutateOperationContext checks the parsed and validated operation.
+// MutateOperationContext checks the parsed and validated operation, and
+// keeps its estimated cost in the operation's stats (CostOf).
 func (e *Extension) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
-	return Check(rc.Operation, rc.Variables, e.Config)
+	s, err := check(rc.Operation, rc.Variables, e.Config)
+	rc.Stats.SetExtension(costStats, Cost{Estimated: s.Calls, Max: e.Config.MaxCost})
+	return err
+}
+
+// costStats names the operation stats the extension keeps.
+const costStats = "costgw.cost"
+
+// Cost is an operation's estimated upstream calls and the limit on them.
+type Cost struct {
+	Estimated int // estimated upstream calls
+	Max       int // -max-cost; 0: no limit
+}
+
+// CostOf returns the cost the extension estimated for the operation of oc,
+// zero when it has not.
+func CostOf(oc *graphql.OperationContext) Cost {
+	if oc == nil {
+		return Cost{}
+	}
+	c, _ := oc.Stats.GetExtension(costStats).(Cost)
+	return c
 }
 
 // CheckTokens fails when query has more than max lexical tokens (0: no limit).
@@ -110,10 +132,19 @@ func CheckTokens(query string, max int) *gqlerror.Error {
 // Check applies the structural limits and the cost limit to an operation.
 // Its work is linear in the document (cost.Estimate).
 func Check(op *ast.OperationDefinition, vars map[string]any, c Config) *gqlerror.Error {
+	_, err := check(op, vars, c)
+	return err
+}
+
+func check(op *ast.OperationDefinition, vars map[string]any, c Config) (cost.Summary, *gqlerror.Error) {
 	if op == nil {
-		return nil
+		return cost.Summary{}, nil
 	}
 	s := cost.Estimate(op, vars)
+	return s, checkSummary(s, c)
+}
+
+func checkSummary(s cost.Summary, c Config) *gqlerror.Error {
 	switch {
 	case c.MaxRootFields > 0 && s.RootFields > c.MaxRootFields:
 		return limitError(codes.MaxRootFields, "the operation has %d root fields; at most %d are allowed", s.RootFields, c.MaxRootFields)

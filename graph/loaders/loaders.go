@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/graph-gophers/dataloader/v7"
 
+	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -57,6 +59,34 @@ type Loaders struct {
 	History         *dataloader.Loader[ExplorerKey, *upstream.ExplorerHistory]
 	Heatmap         *dataloader.Loader[ExplorerKey, *upstream.ExplorerHeatmap]
 	DimensionValues *dataloader.Loader[string, *upstream.DimensionValues]
+
+	// The first ScanRecords of the lists whose records the upstream has no
+	// single read for, read once per request for node(id:) (the key is
+	// unused: each loader holds one list).
+	Recommendations *dataloader.Loader[struct{}, []upstream.Recommendation]
+	Anomalies       *dataloader.Loader[struct{}, []upstream.Anomaly]
+	Notifications   *dataloader.Loader[struct{}, []upstream.ScheduledNotification]
+	Budgets         *dataloader.Loader[struct{}, []upstream.Budget]
+}
+
+// ScanRecords is how many records of a list a scan reads at most: the
+// pages the cost estimate allows, of the upstream's largest.
+const ScanRecords = cost.MaxScanPages * cost.PageSize
+
+// scan reads the first ScanRecords records of a list.
+func scan[T any](all func(context.Context, int) iter.Seq2[T, error]) func(context.Context, struct{}) ([]T, error) {
+	return func(ctx context.Context, _ struct{}) ([]T, error) {
+		var out []T
+		for v, err := range all(ctx, upstream.MaxPageSize) {
+			if err != nil {
+				return nil, err
+			}
+			if out = append(out, v); len(out) == ScanRecords {
+				break
+			}
+		}
+		return out, nil
+	}
 }
 
 // New returns a fresh set of loaders over c.
@@ -75,6 +105,10 @@ func New(c *upstream.Client, o Options) *Loaders {
 		History:         newLoader(sem, explorerFetch(c.Explorer.History)),
 		Heatmap:         newLoader(sem, explorerFetch(c.Explorer.Heatmap)),
 		DimensionValues: newLoader(sem, c.Explorer.DimensionValues),
+		Recommendations: newLoader(sem, scan(c.Recommendations.All)),
+		Anomalies:       newLoader(sem, scan(c.Anomalies.All)),
+		Notifications:   newLoader(sem, scan(c.Notifications.AllScheduled)),
+		Budgets:         newLoader(sem, scan(c.Budgets.All)),
 	}
 }
 
@@ -128,6 +162,26 @@ func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(c
 	}()
 	v, err := fetch(ctx, key)
 	return &dataloader.Result[V]{Data: v, Error: err}
+}
+
+// RecommendationList returns the request's scan of the recommendations.
+func (l *Loaders) RecommendationList(ctx context.Context) ([]upstream.Recommendation, error) {
+	return l.Recommendations.Load(ctx, struct{}{})()
+}
+
+// AnomalyList returns the request's scan of the anomalies.
+func (l *Loaders) AnomalyList(ctx context.Context) ([]upstream.Anomaly, error) {
+	return l.Anomalies.Load(ctx, struct{}{})()
+}
+
+// NotificationList returns the request's scan of the scheduled notifications.
+func (l *Loaders) NotificationList(ctx context.Context) ([]upstream.ScheduledNotification, error) {
+	return l.Notifications.Load(ctx, struct{}{})()
+}
+
+// BudgetList returns the request's scan of the budgets.
+func (l *Loaders) BudgetList(ctx context.Context) ([]upstream.Budget, error) {
+	return l.Budgets.Load(ctx, struct{}{})()
 }
 
 // PrimePlannings records the planning rows a budget record already carries,

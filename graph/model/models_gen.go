@@ -3,110 +3,162 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/costgw/gateway/upstream"
 )
 
+// A page of anomalies, most recent first. Its cursors are the gateway's, signed: each names the upstream page (by the
+// upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as `after`.
 type AnomalyConnection struct {
-	Edges    []AnomalyEdge      `json:"edges"`
-	Nodes    []upstream.Anomaly `json:"nodes"`
-	PageInfo *PageInfo          `json:"pageInfo"`
+	// The anomalies of the page, each with its cursor.
+	Edges []AnomalyEdge `json:"edges"`
+	// The anomalies of the page, without cursors.
+	Nodes []upstream.Anomaly `json:"nodes"`
+	// Where the page stands.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// An anomaly and its cursor.
 type AnomalyEdge struct {
-	// Valid as `after`.
-	Cursor string            `json:"cursor"`
-	Node   *upstream.Anomaly `json:"node"`
+	// Valid as `after`: the page it starts begins right after this anomaly.
+	Cursor string `json:"cursor"`
+	// The anomaly.
+	Node *upstream.Anomaly `json:"node"`
 }
 
+// A budget's actual costs (`getBudgetActuals`). No identity of its own: caches keep it inside its budget.
 type BudgetActuals struct {
 	// The whole budget's actuals by period, sorted by period.
 	ByPeriod []PeriodAmount `json:"byPeriod"`
-	// Actuals per planning row, in the order of the planning ids.
+	// Actuals per planning row, sorted by the rows' REST ids.
 	ByPlanning []PlanningActuals `json:"byPlanning"`
-	// Sum of byPeriod.
+	// The sum of `byPeriod`, rounded to the cent.
 	Total float64 `json:"total"`
 }
 
+// A page of budgets, oldest first. Its cursors are the gateway's, signed: each says which upstream page (by the
+// upstream's opaque cursor) the next record is on and how many of that page's records to skip, so every edge's cursor
+// resumes right after its record without refetching what came before.
 type BudgetConnection struct {
-	Edges    []BudgetEdge      `json:"edges"`
-	Nodes    []upstream.Budget `json:"nodes"`
-	PageInfo *PageInfo         `json:"pageInfo"`
+	// The budgets of the page, each with its cursor.
+	Edges []BudgetEdge `json:"edges"`
+	// The budgets of the page, without cursors (cheaper when no edge cursor is needed).
+	Nodes []upstream.Budget `json:"nodes"`
+	// Where the page stands.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// A budget and its cursor.
 type BudgetEdge struct {
-	// Valid as `after`.
-	Cursor string           `json:"cursor"`
-	Node   *upstream.Budget `json:"node"`
+	// Valid as `after`: the page it starts begins right after this budget.
+	Cursor string `json:"cursor"`
+	// The budget.
+	Node *upstream.Budget `json:"node"`
 }
 
+// The lookback of an Explorer report before a start date (`budgetLookbackPost`).
 type BudgetLookbackInput struct {
-	ExplorerReportID string                     `json:"explorerReportId"`
-	StartDate        upstream.Date              `json:"startDate"`
-	Period           graphql.Omittable[*string] `json:"period,omitempty"`
-	LookbackPeriod   graphql.Omittable[*int]    `json:"lookbackPeriod,omitempty"`
-	NumberOfPeriods  graphql.Omittable[*int]    `json:"numberOfPeriods,omitempty"`
+	// The REST id of the Explorer report (`ExplorerReport.upstreamId`).
+	ExplorerReportID string `json:"explorerReportId"`
+	// The date whose preceding months are looked back on; its month counts.
+	StartDate upstream.Date `json:"startDate"`
+	// The length of the budget's periods; accepted and checked by the upstream.
+	Period graphql.Omittable[*string] `json:"period,omitempty"`
+	// How many months to look back; the upstream's default (3 in the simulator) when left out.
+	LookbackPeriod graphql.Omittable[*int] `json:"lookbackPeriod,omitempty"`
+	// The number of the budget's periods; accepted and checked by the upstream.
+	NumberOfPeriods graphql.Omittable[*int] `json:"numberOfPeriods,omitempty"`
 }
 
+// A budget to create (`createBudget`).
 type CreateBudgetInput struct {
-	Name             string        `json:"name"`
-	StartDate        upstream.Date `json:"startDate"`
-	NumberOfPeriods  int           `json:"numberOfPeriods"`
-	ExplorerReportID string        `json:"explorerReportId"`
-	// MONTHLY when left out.
+	// The budget's name; not empty.
+	Name string `json:"name"`
+	// The first day of the first period.
+	StartDate upstream.Date `json:"startDate"`
+	// How many periods, at least 1.
+	NumberOfPeriods int `json:"numberOfPeriods"`
+	// The REST id of the Explorer report to base the budget on (`ExplorerReport.upstreamId`).
+	ExplorerReportID string `json:"explorerReportId"`
+	// The length of a period; MONTHLY when left out.
 	Period graphql.Omittable[*string] `json:"period,omitempty"`
 	// DRAFT when left out.
 	Status graphql.Omittable[*string] `json:"status,omitempty"`
 	// BUDGET when left out.
-	TargetType          graphql.Omittable[*string]         `json:"targetType,omitempty"`
-	LookbackPeriod      graphql.Omittable[*int]            `json:"lookbackPeriod,omitempty"`
-	BudgetType          graphql.Omittable[json.RawMessage] `json:"budgetType,omitempty"`
-	StartingValue       graphql.Omittable[json.RawMessage] `json:"startingValue,omitempty"`
+	TargetType graphql.Omittable[*string] `json:"targetType,omitempty"`
+	// How many months before the start to derive the targets from; the upstream's default when left out.
+	LookbackPeriod graphql.Omittable[*int] `json:"lookbackPeriod,omitempty"`
+	// Any JSON value, at most 32 deep and 64 KB (the contract does not give the type).
+	BudgetType graphql.Omittable[json.RawMessage] `json:"budgetType,omitempty"`
+	// Any JSON value, at most 32 deep and 64 KB (the contract does not give the type).
+	StartingValue graphql.Omittable[json.RawMessage] `json:"startingValue,omitempty"`
+	// Any JSON value, at most 32 deep and 64 KB (the contract does not give the type).
 	CustomStartingValue graphql.Omittable[json.RawMessage] `json:"customStartingValue,omitempty"`
-	GrowthRate          graphql.Omittable[json.RawMessage] `json:"growthRate,omitempty"`
-	NormalizationPeriod graphql.Omittable[*bool]           `json:"normalizationPeriod,omitempty"`
-	// Sent as the upstream's Idempotency-Key (at most 64 characters): the same key with the same input returns the
-	// original result. When left out, the gateway makes one for this mutation and reuses it on its own retries.
+	// Any JSON value, at most 32 deep and 64 KB (the contract does not give the type).
+	GrowthRate graphql.Omittable[json.RawMessage] `json:"growthRate,omitempty"`
+	// Whether to normalize the targets over the lookback; false when left out.
+	NormalizationPeriod graphql.Omittable[*bool] `json:"normalizationPeriod,omitempty"`
+	// Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation; no
+	// spaces or control characters). The same key with the same input returns the original result; with another input
+	// it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own retries.
 	IdempotencyKey graphql.Omittable[*string] `json:"idempotencyKey,omitempty"`
 }
 
+// What `createBudget` did.
 type CreateBudgetPayload struct {
 	// The created budget; null when `userErrors` is not empty.
-	Budget     *upstream.Budget `json:"budget,omitempty"`
-	UserErrors []UserError      `json:"userErrors"`
-	// The Idempotency-Key the write was sent with: replay it to retry safely.
+	Budget *upstream.Budget `json:"budget,omitempty"`
+	// Problems with the input; empty when the budget was created.
+	UserErrors []UserError `json:"userErrors"`
+	// The Idempotency-Key the write was sent with: send the mutation again with it to retry safely.
 	IdempotencyKey string `json:"idempotencyKey"`
 }
 
 // An inclusive range of dates.
 type DateRangeInput struct {
+	// The first day.
 	Start upstream.Date `json:"start"`
-	End   upstream.Date `json:"end"`
+	// The last day, not before `start`.
+	End upstream.Date `json:"end"`
 }
 
+// A budget to delete (`deleteBudget`).
 type DeleteBudgetInput struct {
+	// The budget's global ID (`Budget.id`).
 	ID string `json:"id"`
 }
 
+// What `deleteBudget` did.
 type DeleteBudgetPayload struct {
-	// The global ID of the deleted budget.
-	DeletedBudgetID *string     `json:"deletedBudgetId,omitempty"`
-	Success         bool        `json:"success"`
-	UserErrors      []UserError `json:"userErrors"`
+	// The global ID of the deleted budget; null when `userErrors` is not empty.
+	DeletedBudgetID *string `json:"deletedBudgetId,omitempty"`
+	// Whether the budget is gone: deleted now, or (see `alreadyDeleted`) by this same delete's first attempt.
+	Success bool `json:"success"`
+	// True when the first attempt's answer was lost and the retry found the budget gone: the first attempt most likely
+	// deleted it. The upstream takes no Idempotency-Key on deletes, so the gateway cannot tell that from another
+	// caller's delete in between.
+	AlreadyDeleted bool `json:"alreadyDeleted"`
+	// Problems with the input, such as a budget that does not exist; empty when the budget is gone.
+	UserErrors []UserError `json:"userErrors"`
 }
 
-// A cost query over the daily cost table.
+// A cost query over the organization's cost table: the body of the four POST Explorer operations.
 type ExplorerQueryInput struct {
+	// The days to cover, both ends included.
 	DateRange *DateRangeInput `json:"dateRange"`
-	// A cost dimension column, such as product_product_name or billing_account_name.
+	// The name of a cost dimension column to group by, such as `product_product_name` (service) or `billing_account_name` (account).
 	GroupBy string `json:"groupBy"`
-	// A cost measure column, such as line_item_unblended_cost.
+	// The cost measure to sum.
 	CostType string `json:"costType"`
-	// Time bucket: day, week or month.
+	// The size of a time bucket.
 	Granularity string `json:"granularity"`
-	// Filter items, passed to the upstream as given (their shape is not given by the contract).
+	// Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB.
 	Filters []json.RawMessage `json:"filters"`
 }
 
@@ -114,13 +166,15 @@ type ExplorerQueryInput struct {
 type HistoryCostRow struct {
 	// The value of the group-by column.
 	Group string `json:"group"`
-	// The time column, read from its numeric YYYYMMDD form.
+	// The first day of the time bucket, read from the time column's numeric `YYYYMMDD` form.
 	Date upstream.Date `json:"date"`
-	Cost float64       `json:"cost"`
-	// The row as the upstream sent it.
+	// The cost of the group in the bucket.
+	Cost float64 `json:"cost"`
+	// The row as the upstream sent it, every column included.
 	Raw json.RawMessage `json:"raw"`
 }
 
+// Changes. Each is one upstream call, plus what the selection of its `budget` needs.
 type Mutation struct {
 }
 
@@ -129,90 +183,214 @@ type Mutation struct {
 // The upstream REST API pages forwards only, with opaque cursors, so connections take `first` and `after` and
 // never `last` or `before`, and `hasPreviousPage` is always false.
 type PageInfo struct {
+	// Whether records follow this page.
 	HasNextPage bool `json:"hasNextPage"`
 	// Always false: the upstream cannot page backwards.
-	HasPreviousPage bool    `json:"hasPreviousPage"`
-	StartCursor     *string `json:"startCursor,omitempty"`
-	EndCursor       *string `json:"endCursor,omitempty"`
+	HasPreviousPage bool `json:"hasPreviousPage"`
+	// The cursor of the page's first record; null for an empty page.
+	StartCursor *string `json:"startCursor,omitempty"`
+	// The cursor of the page's last record, valid as `after` for the next page; null for an empty page.
+	EndCursor *string `json:"endCursor,omitempty"`
 }
 
-// An amount for one period; `period` is the year-month key, such as `2026-01`.
+// An amount for one period. No identity of its own.
 type PeriodAmount struct {
-	Period string  `json:"period"`
+	// The period's year and month, `YYYY-MM`, such as `2026-01`: the key of the period's first month.
+	Period string `json:"period"`
+	// The amount in that period.
 	Amount float64 `json:"amount"`
 }
 
+// One planning row's actuals by period. No identity of its own.
 type PlanningActuals struct {
 	// The REST id of the planning row.
-	PlanningID string         `json:"planningId"`
-	Periods    []PeriodAmount `json:"periods"`
+	PlanningID string `json:"planningId"`
+	// Its actuals by period, sorted by period.
+	Periods []PeriodAmount `json:"periods"`
 }
 
 type Query struct {
 }
 
+// What an operation costs in upstream calls, as the limits estimate it before any call.
+type QueryCost struct {
+	// The upstream calls this operation is estimated to make at most.
+	EstimatedUpstreamCalls int `json:"estimatedUpstreamCalls"`
+	// The most an operation may be estimated to make (-max-cost); null when there is no limit.
+	MaxUpstreamCalls *int `json:"maxUpstreamCalls,omitempty"`
+}
+
+// A page of recommendations, most saving first. Its cursors are the gateway's, signed: each names the upstream page
+// (by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as `after`.
 type RecommendationConnection struct {
-	Edges    []RecommendationEdge      `json:"edges"`
-	Nodes    []upstream.Recommendation `json:"nodes"`
-	PageInfo *PageInfo                 `json:"pageInfo"`
+	// The recommendations of the page, each with its cursor.
+	Edges []RecommendationEdge `json:"edges"`
+	// The recommendations of the page, without cursors.
+	Nodes []upstream.Recommendation `json:"nodes"`
+	// Where the page stands.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// A recommendation and its cursor.
 type RecommendationEdge struct {
-	// Valid as `after`.
-	Cursor string                   `json:"cursor"`
-	Node   *upstream.Recommendation `json:"node"`
+	// Valid as `after`: the page it starts begins right after this recommendation.
+	Cursor string `json:"cursor"`
+	// The recommendation.
+	Node *upstream.Recommendation `json:"node"`
 }
 
+// A page of scheduled notifications, oldest first. Its cursors are the gateway's, signed: each names the upstream page
+// (by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as `after`.
 type ScheduledNotificationConnection struct {
-	Edges    []ScheduledNotificationEdge      `json:"edges"`
-	Nodes    []upstream.ScheduledNotification `json:"nodes"`
-	PageInfo *PageInfo                        `json:"pageInfo"`
-	// The number of scheduled notifications, as the upstream reports it (only this list has a total).
+	// The notifications of the page, each with its cursor.
+	Edges []ScheduledNotificationEdge `json:"edges"`
+	// The notifications of the page, without cursors.
+	Nodes []upstream.ScheduledNotification `json:"nodes"`
+	// Where the page stands.
+	PageInfo *PageInfo `json:"pageInfo"`
+	// The number of scheduled notifications in all, as the upstream reports it (only this list has a total).
 	TotalCount int `json:"totalCount"`
 }
 
+// A scheduled notification and its cursor.
 type ScheduledNotificationEdge struct {
-	// Valid as `after`.
-	Cursor string                          `json:"cursor"`
-	Node   *upstream.ScheduledNotification `json:"node"`
+	// Valid as `after`: the page it starts begins right after this notification.
+	Cursor string `json:"cursor"`
+	// The notification.
+	Node *upstream.ScheduledNotification `json:"node"`
 }
 
+// The target of one dimension value of a planning row. No identity of its own.
 type TargetItem struct {
-	DimensionValue string  `json:"dimensionValue"`
-	Amount         float64 `json:"amount"`
+	// The dimension value, such as an account or service name.
+	DimensionValue string `json:"dimensionValue"`
+	// Its target per period.
+	Amount float64 `json:"amount"`
 }
 
-// Fields left out are not changed; a nullable field set to null is cleared.
+// A budget to change (`updateBudget`). Fields left out are not changed; a nullable field set to null is cleared.
 type UpdateBudgetInput struct {
-	ID                  string                             `json:"id"`
-	Name                graphql.Omittable[*string]         `json:"name,omitempty"`
-	Status              graphql.Omittable[*string]         `json:"status,omitempty"`
-	Period              graphql.Omittable[*string]         `json:"period,omitempty"`
-	NumberOfPeriods     graphql.Omittable[*int]            `json:"numberOfPeriods,omitempty"`
-	StartDate           graphql.Omittable[*upstream.Date]  `json:"startDate,omitempty"`
-	ExplorerReportID    graphql.Omittable[*string]         `json:"explorerReportId,omitempty"`
-	TargetType          graphql.Omittable[*string]         `json:"targetType,omitempty"`
-	LookbackPeriod      graphql.Omittable[*int]            `json:"lookbackPeriod,omitempty"`
-	BudgetType          graphql.Omittable[json.RawMessage] `json:"budgetType,omitempty"`
-	StartingValue       graphql.Omittable[json.RawMessage] `json:"startingValue,omitempty"`
+	// The budget's global ID (`Budget.id`).
+	ID string `json:"id"`
+	// The new name; not empty.
+	Name graphql.Omittable[*string] `json:"name,omitempty"`
+	// The new status; null is refused.
+	Status graphql.Omittable[*string] `json:"status,omitempty"`
+	// The new period length; null is refused.
+	Period graphql.Omittable[*string] `json:"period,omitempty"`
+	// The new number of periods, at least 1; null is refused.
+	NumberOfPeriods graphql.Omittable[*int] `json:"numberOfPeriods,omitempty"`
+	// The new first day of the first period; null is refused.
+	StartDate graphql.Omittable[*upstream.Date] `json:"startDate,omitempty"`
+	// The REST id of another Explorer report (`ExplorerReport.upstreamId`); null is refused.
+	ExplorerReportID graphql.Omittable[*string] `json:"explorerReportId,omitempty"`
+	// The new target type; null is refused.
+	TargetType graphql.Omittable[*string] `json:"targetType,omitempty"`
+	// The new lookback in months; null restores the upstream's default.
+	LookbackPeriod graphql.Omittable[*int] `json:"lookbackPeriod,omitempty"`
+	// Any JSON value, at most 32 deep and 64 KB; null clears it.
+	BudgetType graphql.Omittable[json.RawMessage] `json:"budgetType,omitempty"`
+	// Any JSON value, at most 32 deep and 64 KB; null clears it.
+	StartingValue graphql.Omittable[json.RawMessage] `json:"startingValue,omitempty"`
+	// Any JSON value, at most 32 deep and 64 KB; null clears it.
 	CustomStartingValue graphql.Omittable[json.RawMessage] `json:"customStartingValue,omitempty"`
-	GrowthRate          graphql.Omittable[json.RawMessage] `json:"growthRate,omitempty"`
-	NormalizationPeriod graphql.Omittable[*bool]           `json:"normalizationPeriod,omitempty"`
-	// As in CreateBudgetInput.
+	// Any JSON value, at most 32 deep and 64 KB; null clears it.
+	GrowthRate graphql.Omittable[json.RawMessage] `json:"growthRate,omitempty"`
+	// Whether to normalize the targets over the lookback; null is refused.
+	NormalizationPeriod graphql.Omittable[*bool] `json:"normalizationPeriod,omitempty"`
+	// As in CreateBudgetInput: 1 to 64 printable ASCII characters; made by the gateway when left out.
 	IdempotencyKey graphql.Omittable[*string] `json:"idempotencyKey,omitempty"`
 }
 
+// What `updateBudget` did.
 type UpdateBudgetPayload struct {
 	// The updated budget; null when `userErrors` is not empty.
-	Budget         *upstream.Budget `json:"budget,omitempty"`
-	UserErrors     []UserError      `json:"userErrors"`
-	IdempotencyKey string           `json:"idempotencyKey"`
+	Budget *upstream.Budget `json:"budget,omitempty"`
+	// Problems with the input; empty when the budget was updated.
+	UserErrors []UserError `json:"userErrors"`
+	// The Idempotency-Key the write was sent with: send the mutation again with it to retry safely.
+	IdempotencyKey string `json:"idempotencyKey"`
 }
 
-// An input the upstream or the gateway rejected; `field` is the path to it in the arguments, when known.
+// A problem with a mutation's input, found by the gateway or reported by the upstream, for a form to show beside the
+// field. No identity of its own.
 type UserError struct {
-	Field   []string `json:"field,omitempty"`
-	Message string   `json:"message"`
-	// The upstream's error code, such as validation_error.
-	Code *string `json:"code,omitempty"`
+	// The path to the input field, from the mutation's arguments: `["input", "name"]`; `["input"]` when the upstream does not say which.
+	Field []string `json:"field,omitempty"`
+	// What is wrong, fit to show to the user.
+	Message string `json:"message"`
+	// The kind of problem.
+	Code UserErrorCode `json:"code"`
+	// The upstream's own `error.code`, such as `validation_error`, when the upstream refused the input; null when the gateway did.
+	UpstreamCode *string `json:"upstreamCode,omitempty"`
+}
+
+// The kinds of problem a mutation's input can have.
+type UserErrorCode string
+
+const (
+	// A value that is not allowed: out of range, of the wrong form, or refused by the upstream.
+	UserErrorCodeInvalidValue UserErrorCode = "INVALID_VALUE"
+	// A field that must have a value has none (or null, or an empty string).
+	UserErrorCodeRequired UserErrorCode = "REQUIRED"
+	// A value longer than allowed, such as an `idempotencyKey` over 64 characters.
+	UserErrorCodeTooLong UserErrorCode = "TOO_LONG"
+	// The object the input names (the budget, or the Explorer report) does not exist or belongs to another organization.
+	UserErrorCodeNotFound UserErrorCode = "NOT_FOUND"
+	// The `idempotencyKey` was used before with a different input: send a new key, or the first input.
+	UserErrorCodeConflict UserErrorCode = "CONFLICT"
+	// The API key may not make this change: it lacks the `budgets:write` scope, or the organization's plan has no API access.
+	UserErrorCodeForbidden UserErrorCode = "FORBIDDEN"
+)
+
+var AllUserErrorCode = []UserErrorCode{
+	UserErrorCodeInvalidValue,
+	UserErrorCodeRequired,
+	UserErrorCodeTooLong,
+	UserErrorCodeNotFound,
+	UserErrorCodeConflict,
+	UserErrorCodeForbidden,
+}
+
+func (e UserErrorCode) IsValid() bool {
+	switch e {
+	case UserErrorCodeInvalidValue, UserErrorCodeRequired, UserErrorCodeTooLong, UserErrorCodeNotFound, UserErrorCodeConflict, UserErrorCodeForbidden:
+		return true
+	}
+	return false
+}
+
+func (e UserErrorCode) String() string {
+	return string(e)
+}
+
+func (e *UserErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = UserErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid UserErrorCode", str)
+	}
+	return nil
+}
+
+func (e UserErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *UserErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e UserErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

@@ -2,9 +2,10 @@
 // cursors, and decodes them from untrusted input.
 //
 // A global ID names an object for node and nodes. It is stable: clients may
-// store it. It is base64url (no padding) of "Budget:<id>" or
-// "Planning:<budgetId>:<planningId>" with each id query-escaped, because a
-// planning row can only be refetched through its budget's planning grid.
+// store it. It is base64url (no padding) of "<Type>:<id>" with the REST id
+// query-escaped, or, for a planning row, "Planning:<budgetId>:<planningId>",
+// because a planning row can only be refetched through its budget's
+// planning grid.
 //
 // A cursor says where the next page starts in the upstream's forward-only
 // list: the upstream cursor of the page it came from and how many records of
@@ -33,9 +34,18 @@ var (
 
 // Object types with global IDs.
 const (
-	TypeBudget   = "Budget"
-	TypePlanning = "Planning"
+	TypeBudget                = "Budget"
+	TypePlanning              = "Planning"
+	TypeScheduledNotification = "ScheduledNotification"
+	TypeRecommendation        = "Recommendation"
+	TypeAnomaly               = "Anomaly"
+	TypeUser                  = "User"
+	TypeExplorerReport        = "ExplorerReport"
 )
+
+// keyed are the types whose global ID holds one REST id.
+var keyed = map[string]bool{TypeBudget: true, TypeScheduledNotification: true, TypeRecommendation: true,
+	TypeAnomaly: true, TypeUser: true, TypeExplorerReport: true}
 
 // maxInput bounds what is decoded at all; real IDs and cursors are far shorter.
 const maxInput = 1024
@@ -44,15 +54,20 @@ var b64 = base64.RawURLEncoding
 
 // ID is a decoded global ID.
 type ID struct {
-	Type       string // TypeBudget or TypePlanning
-	BudgetID   string // the upstream budget id (for a planning row, its budget's)
+	Type       string // one of the Type constants
+	Key        string // the REST id of an object of a keyed type (a budget's too)
+	BudgetID   string // the upstream budget id: a budget's, or a planning row's budget's
 	PlanningID string // the upstream planning id, for TypePlanning
 }
 
-// BudgetID returns the global ID of a budget.
-func BudgetID(budgetID string) string {
-	return b64.EncodeToString([]byte(TypeBudget + ":" + url.QueryEscape(budgetID)))
+// NodeID returns the global ID of the object of type typ (not Planning)
+// whose REST id is key.
+func NodeID(typ, key string) string {
+	return b64.EncodeToString([]byte(typ + ":" + url.QueryEscape(key)))
 }
+
+// BudgetID returns the global ID of a budget.
+func BudgetID(budgetID string) string { return NodeID(TypeBudget, budgetID) }
 
 // PlanningID returns the global ID of a planning row of a budget.
 func PlanningID(budgetID, planningID string) string {
@@ -75,9 +90,13 @@ func ParseID(s string) (ID, error) {
 		return v, err == nil && v != "" && url.QueryEscape(v) == p
 	}
 	switch {
-	case len(parts) == 2 && parts[0] == TypeBudget:
-		if b, ok := unescape(parts[1]); ok {
-			return ID{Type: TypeBudget, BudgetID: b}, nil
+	case len(parts) == 2 && keyed[parts[0]]:
+		if k, ok := unescape(parts[1]); ok {
+			id := ID{Type: parts[0], Key: k}
+			if id.Type == TypeBudget {
+				id.BudgetID = k
+			}
+			return id, nil
 		}
 	case len(parts) == 3 && parts[0] == TypePlanning:
 		b, ok1 := unescape(parts[1])

@@ -33,8 +33,15 @@ func TestIDRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseID(BudgetID(%q)): %v", id, err)
 		}
-		if diff := cmp.Diff(relay.ID{Type: relay.TypeBudget, BudgetID: id}, got); diff != "" {
+		if diff := cmp.Diff(relay.ID{Type: relay.TypeBudget, Key: id, BudgetID: id}, got); diff != "" {
 			t.Errorf("ParseID(BudgetID(%q)) (-want +got):\n%s", id, diff)
+		}
+		for _, typ := range []string{relay.TypeScheduledNotification, relay.TypeRecommendation, relay.TypeAnomaly,
+			relay.TypeUser, relay.TypeExplorerReport} {
+			got, err := relay.ParseID(relay.NodeID(typ, id))
+			if diff := cmp.Diff(relay.ID{Type: typ, Key: id}, got); err != nil || diff != "" {
+				t.Errorf("ParseID(NodeID(%s, %q)) = %v (-want +got):\n%s", typ, id, err, diff)
+			}
 		}
 		for _, pid := range odd {
 			gid := relay.PlanningID(id, pid)

@@ -48,6 +48,10 @@ func (r *budgetResolver) Actuals(ctx context.Context, obj *upstream.Budget) (*mo
 	return actualsModel(a, has(selected(ctx, "BudgetActuals"), "byPlanning")), nil
 }
 
+func (r *explorerReportResolver) ID(ctx context.Context, obj *upstream.ExplorerReport) (string, error) {
+	return relay.NodeID(relay.TypeExplorerReport, obj.ID), nil
+}
+
 func (r *mutationResolver) CreateBudget(ctx context.Context, input model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
 	return r.createBudget(ctx, input)
 }
@@ -133,14 +137,26 @@ func (r *queryResolver) BudgetLookbackPreview(ctx context.Context) (*upstream.Lo
 	return r.Client.Budgets.LookbackPreview(ctx)
 }
 
+func (r *userResolver) ID(ctx context.Context, obj *upstream.User) (string, error) {
+	return relay.NodeID(relay.TypeUser, obj.ID), nil
+}
+
 func (r *Resolver) Budget() generated.BudgetResolver { return &budgetResolver{r} }
+
+func (r *Resolver) ExplorerReport() generated.ExplorerReportResolver {
+	return &explorerReportResolver{r}
+}
 
 func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Planning() generated.PlanningResolver { return &planningResolver{r} }
 
+func (r *Resolver) User() generated.UserResolver { return &userResolver{r} }
+
 type (
-	budgetResolver   struct{ *Resolver }
-	mutationResolver struct{ *Resolver }
-	planningResolver struct{ *Resolver }
+	budgetResolver         struct{ *Resolver }
+	explorerReportResolver struct{ *Resolver }
+	mutationResolver       struct{ *Resolver }
+	planningResolver       struct{ *Resolver }
+	userResolver           struct{ *Resolver }
 )

@@ -11,8 +11,13 @@ import (
 
 	"github.com/costgw/gateway/graph/generated"
 	"github.com/costgw/gateway/graph/model"
+	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
 )
+
+func (r *anomalyResolver) ID(ctx context.Context, obj *upstream.Anomaly) (string, error) {
+	return relay.NodeID(relay.TypeAnomaly, obj.AnomalyID), nil
+}
 
 func (r *anomalyResolver) Extra(ctx context.Context, obj *upstream.Anomaly) (json.RawMessage, error) {
 	return extra(obj.Extra)
@@ -42,6 +47,10 @@ func (r *queryResolver) Anomalies(ctx context.Context, first *int, after *string
 		Nodes:    w.items,
 		PageInfo: &w.info,
 	}, nil
+}
+
+func (r *recommendationResolver) ID(ctx context.Context, obj *upstream.Recommendation) (string, error) {
+	return relay.NodeID(relay.TypeRecommendation, obj.RecommendationID), nil
 }
 
 func (r *recommendationResolver) Extra(ctx context.Context, obj *upstream.Recommendation) (json.RawMessage, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/google/uuid"
@@ -17,32 +19,57 @@ import (
 // userErrors collects the input problems of one mutation.
 type userErrors []model.UserError
 
-func (u *userErrors) add(msg string, field ...string) {
-	*u = append(*u, model.UserError{Field: append([]string{"input"}, field...), Message: msg})
+func (u *userErrors) add(code model.UserErrorCode, msg string, field ...string) {
+	*u = append(*u, model.UserError{Field: append([]string{"input"}, field...), Message: msg, Code: code})
 }
 
 // idempotencyKey returns the caller's key, or a new one for this mutation
 // field. The client sends it on every retry of the write, so a retried write
-// applies once; the payload returns it so the caller can retry too.
+// applies once; the payload returns it so the caller can retry too. A key
+// is 1 to 64 visible ASCII characters: what every HTTP stack sends as a
+// header value unchanged.
 func idempotencyKey(in graphql.Omittable[*string], ue *userErrors) string {
-	if v := in.Value(); v != nil && *v != "" {
-		if len(*v) > upstream.MaxIdempotencyKeyLen {
-			ue.add("idempotencyKey must be at most 64 characters", "idempotencyKey")
-		}
-		return *v
+	v := in.Value()
+	if v == nil || *v == "" {
+		return uuid.NewString()
 	}
-	return uuid.NewString()
+	switch {
+	case utf8.RuneCountInString(*v) > upstream.MaxIdempotencyKeyLen:
+		ue.add(model.UserErrorCodeTooLong, "idempotencyKey must be at most 64 characters", "idempotencyKey")
+	case strings.IndexFunc(*v, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0:
+		ue.add(model.UserErrorCodeInvalidValue, "idempotencyKey must be letters, digits and punctuation of ASCII, without spaces", "idempotencyKey")
+	}
+	return *v
 }
 
-// rejected reports whether err is the upstream refusing the input as invalid,
-// which a payload reports as a user error rather than a GraphQL error.
-func rejected(err error, ue *userErrors) bool {
+// rejected reports whether err is the upstream refusing the write because
+// of its input (an invalid value, an unknown budget, a reused key, a key
+// without the scope), which a payload reports as a user error rather than a
+// GraphQL error. id names the input field of the budget written, if any.
+func rejected(err error, ue *userErrors, id bool) bool {
 	var e *upstream.Error
-	if !errors.As(err, &e) || !errors.Is(err, upstream.ErrInvalidRequest) {
+	if !errors.As(err, &e) {
 		return false
 	}
-	code := e.Code
-	*ue = append(*ue, model.UserError{Field: []string{"input"}, Message: e.Message, Code: &code})
+	var code model.UserErrorCode
+	field := []string{"input"}
+	switch {
+	case errors.Is(err, upstream.ErrInvalidRequest):
+		code = model.UserErrorCodeInvalidValue
+	case errors.Is(err, upstream.ErrNotFound):
+		code = model.UserErrorCodeNotFound
+		if id {
+			field = append(field, "id")
+		}
+	case errors.Is(err, upstream.ErrConflict):
+		code, field = model.UserErrorCodeConflict, append(field, "idempotencyKey")
+	case errors.Is(err, upstream.ErrForbidden):
+		code = model.UserErrorCodeForbidden
+	default:
+		return false
+	}
+	upstreamCode := e.Code
+	*ue = append(*ue, model.UserError{Field: field, Message: e.Message, Code: code, UpstreamCode: &upstreamCode})
 	return true
 }
 
@@ -62,13 +89,13 @@ func (r *mutationResolver) createBudget(ctx context.Context, in model.CreateBudg
 	var ue userErrors
 	key := idempotencyKey(in.IdempotencyKey, &ue)
 	if in.Name == "" {
-		ue.add("name must not be empty", "name")
+		ue.add(model.UserErrorCodeRequired, "name must not be empty", "name")
 	}
 	if in.NumberOfPeriods < 1 {
-		ue.add("numberOfPeriods must be at least 1", "numberOfPeriods")
+		ue.add(model.UserErrorCodeInvalidValue, "numberOfPeriods must be at least 1", "numberOfPeriods")
 	}
 	if in.ExplorerReportID == "" {
-		ue.add("explorerReportId must not be empty", "explorerReportId")
+		ue.add(model.UserErrorCodeRequired, "explorerReportId must not be empty", "explorerReportId")
 	}
 	body := &upstream.BudgetCreate{
 		Name:                in.Name,
@@ -109,7 +136,7 @@ func write(ctx context.Context, changed string, ue userErrors, send func() (*ups
 		return nil, ue, nil
 	}
 	b, err := send()
-	if rejected(err, &ue) {
+	if rejected(err, &ue, changed != "") {
 		return nil, ue, nil
 	}
 	if err != nil {
@@ -165,7 +192,7 @@ func (r *mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudg
 // null: left out stays out, null is a user error.
 func required[T any](in graphql.Omittable[*T], field string, ue *userErrors) *T {
 	if in.IsSet() && in.Value() == nil {
-		ue.add(field+" cannot be null", field)
+		ue.add(model.UserErrorCodeRequired, field+" cannot be null", field)
 	}
 	return in.Value()
 }
@@ -175,7 +202,11 @@ func (r *mutationResolver) deleteBudget(ctx context.Context, in model.DeleteBudg
 	if err != nil {
 		return nil, err
 	}
+	var ue userErrors
 	res, err := r.Client.Budgets.Delete(ctx, id.BudgetID)
+	if rejected(err, &ue, true) {
+		return &model.DeleteBudgetPayload{UserErrors: ue}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,11 @@ import (
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/cost"
+	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/relay"
+	"github.com/costgw/gateway/upstream"
 )
 
 // nodes resolves global IDs concurrently (through the loaders); a failing ID
@@ -76,6 +79,72 @@ func node(ctx context.Context, gid string) (model.Node, error) {
 			}
 		}
 		return nil, codes.Errorf(codes.NotFound, "not found")
+	case relay.TypeRecommendation:
+		return scanned(ctx, id, (*loaders.Loaders).RecommendationList, func(r *upstream.Recommendation) string { return r.RecommendationID })
+	case relay.TypeAnomaly:
+		return scanned(ctx, id, (*loaders.Loaders).AnomalyList, func(a *upstream.Anomaly) string { return a.AnomalyID })
+	case relay.TypeScheduledNotification:
+		return scanned(ctx, id, (*loaders.Loaders).NotificationList, func(n *upstream.ScheduledNotification) string { return n.ID })
+	case relay.TypeUser, relay.TypeExplorerReport:
+		return embedded(ctx, id)
 	}
 	return nil, fmt.Errorf("%w: unknown type", relay.ErrInvalidID)
+}
+
+// scanned finds an object the upstream can only list among the first
+// loaders.ScanRecords of its list, which the request reads once however
+// many IDs ask.
+func scanned[T any](ctx context.Context, id relay.ID, list func(*loaders.Loaders, context.Context) ([]T, error), key func(*T) string) (model.Node, error) {
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := list(l, ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if key(&all[i]) == id.Key {
+			return &all[i], nil
+		}
+	}
+	return nil, notScanned(id)
+}
+
+// embedded finds a user or an Explorer report among those the first
+// loaders.ScanRecords budgets embed.
+func embedded(ctx context.Context, id relay.ID) (model.Node, error) {
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	budgets, err := l.BudgetList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range budgets {
+		b := &budgets[i]
+		if id.Type == relay.TypeUser && b.Creator != nil && b.Creator.ID == id.Key {
+			return b.Creator, nil
+		}
+		if id.Type == relay.TypeExplorerReport && b.ExplorerReport != nil && b.ExplorerReport.ID == id.Key {
+			return b.ExplorerReport, nil
+		}
+	}
+	return nil, notScanned(id)
+}
+
+func notScanned(id relay.ID) error {
+	return codes.Errorf(codes.NotFound, "no %s with this ID among the first %d records the upstream lists", id.Type, loaders.ScanRecords)
+}
+
+// queryCost is the cost of the operation ctx belongs to, as the limits
+// estimated it before any call.
+func queryCost(ctx context.Context) *model.QueryCost {
+	c := limits.CostOf(graphql.GetOperationContext(ctx))
+	out := &model.QueryCost{EstimatedUpstreamCalls: c.Estimated}
+	if c.Max > 0 {
+		out.MaxUpstreamCalls = &c.Max
+	}
+	return out
 }

@@ -9,7 +9,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/costgw/gateway/graph/generated"
 	"github.com/costgw/gateway/graph/model"
+	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -30,3 +32,13 @@ func (r *queryResolver) ScheduledNotifications(ctx context.Context, first *int, 
 		TotalCount: *w.total,
 	}, nil
 }
+
+func (r *scheduledNotificationResolver) ID(ctx context.Context, obj *upstream.ScheduledNotification) (string, error) {
+	return relay.NodeID(relay.TypeScheduledNotification, obj.ID), nil
+}
+
+func (r *Resolver) ScheduledNotification() generated.ScheduledNotificationResolver {
+	return &scheduledNotificationResolver{r}
+}
+
+type scheduledNotificationResolver struct{ *Resolver }

@@ -20,6 +20,10 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, 
 	return r.nodes(ctx, ids)
 }
 
+func (r *queryResolver) Cost(ctx context.Context) (*model.QueryCost, error) {
+	return queryCost(ctx), nil
+}
+
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
 type queryResolver struct{ *Resolver }

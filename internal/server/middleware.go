@@ -12,6 +12,8 @@ import (
 
 	"github.com/rs/cors"
 
+	"github.com/costgw/gateway/graph"
+
 	"github.com/costgw/gateway/internal/httpx"
 )
 
@@ -83,6 +85,7 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if s := statsFrom(r.Context()); s != nil {
 		s.upstreamCalls.Add(1)
 	}
+	graph.CountUpstreamCall(r.Context())
 	return t.next.RoundTrip(r)
 }
 

@@ -1,0 +1,115 @@
+package model
+
+import (
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/costgw/gateway/graph/codes"
+)
+
+// Enum maps a GraphQL enum's values to the strings the upstream sends, for
+// the enums bound to functions in gqlgen.yml: the records keep the
+// upstream's strings, and only marshalling maps them. A string the upstream
+// adds later reads as UNKNOWN (its …Raw sibling field has the string).
+type Enum struct {
+	// Name is the GraphQL enum's name.
+	Name string
+	// Values maps each GraphQL value to its upstream string.
+	Values map[string]string
+	// Unknown says whether the enum has an UNKNOWN member for strings it
+	// does not know; an input-only enum has none.
+	Unknown bool
+
+	out map[string]graphql.Marshaler // lower-cased upstream string → its value, quoted
+}
+
+// unknownValue is the member of output enums that stands for any string the
+// schema does not know yet.
+const unknownValue = "UNKNOWN"
+
+func newEnum(name string, unknown bool, pairs ...string) *Enum {
+	e := &Enum{Name: name, Values: map[string]string{}, Unknown: unknown, out: map[string]graphql.Marshaler{}}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		e.Values[pairs[i]] = pairs[i+1]
+		e.out[strings.ToLower(pairs[i+1])] = quoted(pairs[i])
+	}
+	return e
+}
+
+func quoted(s string) graphql.Marshaler {
+	b := []byte(strconv.Quote(s))
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(b) })
+}
+
+var unknownMarshaler = quoted(unknownValue)
+
+// marshal writes the GraphQL value of an upstream string, matched without
+// regard to case; UNKNOWN for one it does not know.
+func (e *Enum) marshal(v string) graphql.Marshaler {
+	if m, ok := e.out[strings.ToLower(v)]; ok {
+		return m
+	}
+	return unknownMarshaler
+}
+
+// unmarshal returns the upstream string of a GraphQL value. UNKNOWN stands
+// for what the schema does not know, so it cannot be sent.
+func (e *Enum) unmarshal(v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", codes.Errorf(codes.BadUserInput, "%s must be one of its values, got %s", e.Name, kind(v))
+	}
+	if w, ok := e.Values[s]; ok {
+		return w, nil
+	}
+	if s == unknownValue {
+		return "", codes.Errorf(codes.BadUserInput, "%s UNKNOWN stands for values this schema does not know; it cannot be sent", e.Name)
+	}
+	return "", codes.Errorf(codes.BadUserInput, "%q is not a value of %s", s, e.Name)
+}
+
+// Enums lists every enum bound to functions, for the test that holds them
+// to the schema.
+var Enums = []*Enum{budgetStatus, targetType, budgetPeriod, implementationEffort, detectionSource, scheduleType,
+	recurrenceFrequency, notificationStatus, costType, granularity}
+
+var (
+	budgetStatus         = newEnum("BudgetStatus", true, "DRAFT", "DRAFT", "ACTIVE", "ACTIVE")
+	targetType           = newEnum("TargetType", true, "BUDGET", "BUDGET", "PLANNING_ITEM", "PLANNING_ITEM")
+	budgetPeriod         = newEnum("BudgetPeriod", true, "MONTHLY", "MONTHLY", "QUARTERLY", "QUARTERLY", "YEARLY", "YEARLY")
+	implementationEffort = newEnum("ImplementationEffort", true, "LOW", "Low", "MEDIUM", "Medium", "HIGH", "High")
+	detectionSource      = newEnum("DetectionSource", true, "AWS", "aws")
+	scheduleType         = newEnum("ScheduleType", true, "RECURRING", "recurring")
+	recurrenceFrequency  = newEnum("RecurrenceFrequency", true, "DAILY", "daily", "WEEKLY", "weekly", "MONTHLY", "monthly")
+	notificationStatus   = newEnum("NotificationStatus", true, "PENDING", "pending", "SENT", "sent", "FAILED", "failed")
+	costType             = newEnum("CostType", false, "LINE_ITEM_UNBLENDED_COST", "line_item_unblended_cost",
+		"LINE_ITEM_NET_UNBLENDED_COST", "line_item_net_unblended_cost", "LINE_ITEM_AMORTIZED_COST", "line_item_amortized_cost")
+	granularity = newEnum("Granularity", false, "DAY", "day", "WEEK", "week", "MONTH", "month")
+)
+
+// The gqlgen bindings of the enums: each marshals an upstream string and
+// unmarshals an input value to one.
+
+func MarshalBudgetStatus(v string) graphql.Marshaler         { return budgetStatus.marshal(v) }
+func UnmarshalBudgetStatus(v any) (string, error)            { return budgetStatus.unmarshal(v) }
+func MarshalTargetType(v string) graphql.Marshaler           { return targetType.marshal(v) }
+func UnmarshalTargetType(v any) (string, error)              { return targetType.unmarshal(v) }
+func MarshalBudgetPeriod(v string) graphql.Marshaler         { return budgetPeriod.marshal(v) }
+func UnmarshalBudgetPeriod(v any) (string, error)            { return budgetPeriod.unmarshal(v) }
+func MarshalImplementationEffort(v string) graphql.Marshaler { return implementationEffort.marshal(v) }
+func UnmarshalImplementationEffort(v any) (string, error)    { return implementationEffort.unmarshal(v) }
+func MarshalDetectionSource(v string) graphql.Marshaler      { return detectionSource.marshal(v) }
+func UnmarshalDetectionSource(v any) (string, error)         { return detectionSource.unmarshal(v) }
+func MarshalScheduleType(v string) graphql.Marshaler         { return scheduleType.marshal(v) }
+func UnmarshalScheduleType(v any) (string, error)            { return scheduleType.unmarshal(v) }
+func MarshalRecurrenceFrequency(v string) graphql.Marshaler  { return recurrenceFrequency.marshal(v) }
+func UnmarshalRecurrenceFrequency(v any) (string, error)     { return recurrenceFrequency.unmarshal(v) }
+func MarshalNotificationStatus(v string) graphql.Marshaler   { return notificationStatus.marshal(v) }
+func UnmarshalNotificationStatus(v any) (string, error)      { return notificationStatus.unmarshal(v) }
+func MarshalCostType(v string) graphql.Marshaler             { return costType.marshal(v) }
+func UnmarshalCostType(v any) (string, error)                { return costType.unmarshal(v) }
+func MarshalGranularity(v string) graphql.Marshaler          { return granularity.marshal(v) }
+func UnmarshalGranularity(v any) (string, error)             { return granularity.unmarshal(v) }
