@@ -266,30 +266,32 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	if cl.idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", cl.idempotencyKey)
 	}
+	sc := newScrubber(key, c.base.Host)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err)}
+		return &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: scrubErr(sc, transportCause(err))}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := errorFromResponse(cl.op, resp)
-		e.redact(key)
+		e, _ := errorFromResponse(cl.op, resp)
+		e.scrub(sc)
 		return e
 	}
+	reqID := token(resp.Header.Get("X-Request-Id"), maxRequestIDLen, "")
 	br := &bodyReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
 	err = unmarshalRead(br, env)
 	if br.err != nil {
 		// The answer broke off (dropped connection, timeout, cancellation):
 		// no complete answer arrived, which is temporary, not malformed.
 		return &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
-			RequestID: resp.Header.Get("X-Request-Id"), Err: br.err}
+			RequestID: reqID, Err: scrubErr(sc, br.err)}
 	}
 	if err == nil && !env.hasData() {
 		err = errors.New("answer has no data member")
 	}
 	if err != nil {
 		return &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
-			RequestID: resp.Header.Get("X-Request-Id"), Err: err}
+			RequestID: reqID, Err: scrubErr(sc, err)}
 	}
 	// Drain what the decoder left so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
@@ -319,6 +321,28 @@ func transportCause(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// scrubbedError is an error whose text is scrubbed of the key and the
+// upstream's address (transport errors name the address they dialled,
+// decoding errors quote the answer); errors.Is and errors.As still see the
+// original.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrubErr returns err with its text scrubbed, or err when the text is clean.
+func scrubErr(sc scrubber, err error) error {
+	msg := err.Error()
+	clean := sc.text(msg, maxMessageLen, "[withheld]")
+	if clean == msg {
+		return err
+	}
+	return &scrubbedError{msg: clean, err: err}
 }
 
 // RetryPolicy says how often and how patiently a call is repeated after a

@@ -118,15 +118,15 @@ func (e *Error) Temporary() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status >= 500 || (e.Status == 0 && e.Code == codeNoResponse)
 }
 
-// redact removes the bearer key from what the upstream said: an upstream
-// that echoes the key must not carry it into our errors and logs.
-func (e *Error) redact(key string) {
-	if key == "" {
-		return
-	}
-	for _, s := range []*string{&e.Code, &e.Message, &e.RequestID} {
-		*s = strings.ReplaceAll(*s, key, "[redacted]")
-	}
+// scrub keeps of what the upstream said only what may travel: the
+// message of the contract's envelope without the key, the upstream's
+// address, URLs or header echoes, at most maxMessageLen bytes; a code and a
+// request id only when they are short tokens. A message that cannot be
+// cleaned gives way to the status text.
+func (e *Error) scrub(s scrubber) {
+	e.Message = s.text(e.Message, maxMessageLen, statusText(e.Status))
+	e.Code = token(s.text(e.Code, 64, ""), 64, "http_"+strconv.Itoa(e.Status))
+	e.RequestID = token(s.text(e.RequestID, maxRequestIDLen, ""), maxRequestIDLen, "")
 }
 
 // Codes the client itself assigns when the answer carried none.
@@ -142,8 +142,10 @@ const (
 const maxErrorBody = 64 << 10
 
 // errorFromResponse turns a non-2xx answer into an *Error. It reads at most
-// maxErrorBody bytes and never keeps the body itself.
-func errorFromResponse(op string, resp *http.Response) *Error {
+// maxErrorBody bytes and never keeps the body in the error; it returns what
+// it read, for a log line's excerpt. What the answer says is taken as is:
+// the caller scrubs it.
+func errorFromResponse(op string, resp *http.Response) (*Error, []byte) {
 	e := &Error{
 		Op:         op,
 		Status:     resp.StatusCode,
@@ -167,11 +169,11 @@ func errorFromResponse(op string, resp *http.Response) *Error {
 		if env.Error.RequestID != "" {
 			e.RequestID = env.Error.RequestID
 		}
-		return e
+		return e, body
 	}
 	e.Code = "http_" + strconv.Itoa(resp.StatusCode)
 	e.Message = statusText(resp.StatusCode) + " (the answer carried no error envelope)"
-	return e
+	return e, body
 }
 
 // statusText is http.StatusText, or a fallback for a status it does not know.
