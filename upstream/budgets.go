@@ -2,9 +2,7 @@ package upstream
 
 import (
 	"context"
-	"fmt"
 	"iter"
-	"strings"
 )
 
 // BudgetsService calls the Budgets operations.
@@ -12,9 +10,12 @@ type BudgetsService struct{ c *Client }
 
 // WriteOptions are the options of a budget write.
 type WriteOptions struct {
-	// IdempotencyKey is sent as the Idempotency-Key header (at most 64
-	// characters). When empty, the client makes one; either way the same key
-	// is reused on the client's own retries, so a retried write applies once.
+	// IdempotencyKey is sent as the Idempotency-Key header: 1 to 64
+	// printable ASCII characters (0x21–0x7E, and spaces between them).
+	// Any other key refuses the write before sending, with an *Error
+	// matching ErrInvalidRequest. When empty, the client makes one; either
+	// way the same key is reused on the client's own retries, so a retried
+	// write applies once.
 	IdempotencyKey string
 }
 
@@ -23,14 +24,10 @@ func (s *BudgetsService) idempotencyKey(op string, opts *WriteOptions) (string, 
 	if opts == nil || opts.IdempotencyKey == "" {
 		return s.c.newKey(), nil
 	}
-	k := opts.IdempotencyKey
-	if len(k) > MaxIdempotencyKeyLen {
-		return "", refuse(op, fmt.Sprintf("Idempotency-Key is %d characters; at most %d are allowed", len(k), MaxIdempotencyKeyLen))
+	if why := checkIdempotencyKey(opts.IdempotencyKey); why != "" {
+		return "", refuse(op, why)
 	}
-	if strings.TrimSpace(k) == "" {
-		return "", refuse(op, "Idempotency-Key is blank")
-	}
-	return k, nil
+	return opts.IdempotencyKey, nil
 }
 
 // List calls listBudgets: GET /v1/budgets.
@@ -50,7 +47,7 @@ func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *Wri
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "POST", path: "/v1/budgets", body: in, idempotencyKey: key})
+	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "POST", route: "/v1/budgets", path: "/v1/budgets", body: in, idempotencyKey: key})
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +61,7 @@ func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, err
 	if err != nil {
 		return nil, err
 	}
-	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p, safe: true})
+	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, safe: true})
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +81,7 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "PATCH", path: "/v1/budgets/" + p, body: in, idempotencyKey: key})
+	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "PATCH", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, body: in, idempotencyKey: key})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +97,7 @@ func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, 
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[DeleteResult](ctx, s.c, call{op: op, method: "DELETE", path: "/v1/budgets/" + p})
+	v, _, err := do[DeleteResult](ctx, s.c, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p})
 	return v, err
 }
 
@@ -111,7 +108,7 @@ func (s *BudgetsService) Actuals(ctx context.Context, id string) (*BudgetActuals
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p + "/actuals", safe: true})
+	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/actuals", path: "/v1/budgets/" + p + "/actuals", safe: true})
 	return v, err
 }
 
@@ -122,20 +119,20 @@ func (s *BudgetsService) Planning(ctx context.Context, id string) (*BudgetPlanni
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p + "/planning", safe: true})
+	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/planning", path: "/v1/budgets/" + p + "/planning", safe: true})
 	return v, err
 }
 
 // LookbackPreview calls budgetLookbackGet: GET /v1/budgets/lookback. Its
 // periods carry Projected.
 func (s *BudgetsService) LookbackPreview(ctx context.Context) (*Lookback, error) {
-	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackGet", method: "GET", path: "/v1/budgets/lookback", safe: true})
+	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackGet", method: "GET", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", safe: true})
 	return v, err
 }
 
 // Lookback calls budgetLookbackPost: POST /v1/budgets/lookback. It only
 // reads, so it may be retried.
 func (s *BudgetsService) Lookback(ctx context.Context, in *LookbackRequest) (*Lookback, error) {
-	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackPost", method: "POST", path: "/v1/budgets/lookback", body: in, safe: true})
+	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackPost", method: "POST", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", body: in, safe: true})
 	return v, err
 }

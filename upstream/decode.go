@@ -20,3 +20,6 @@ func unmarshalRead(r io.Reader, v any) error { return jsonv2.UnmarshalRead(r, v,
 
 // unmarshal decodes the JSON value data into v.
 func unmarshal(data []byte, v any) error { return jsonv2.Unmarshal(data, v, v1Semantics) }
+
+// decodeAnswer decodes a success answer from r into env.
+func decodeAnswer(r io.Reader, env answerEnvelope) error { return unmarshalRead(r, env) }

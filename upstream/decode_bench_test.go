@@ -76,23 +76,23 @@ func benchDecode[T any](b *testing.B, name string) {
 		b.Fatal(err)
 	}
 	body := all[name]
-	if _, err := decodeAnswer[T](body); err != nil {
+	if _, err := decodeBody[T](body); err != nil {
 		b.Fatalf("%s does not decode: %v\n%.300s", name, err, body)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := decodeAnswer[T](body); err != nil {
+		if _, err := decodeBody[T](body); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// decodeAnswer decodes a success answer the way the client does.
-func decodeAnswer[T any](body []byte) (*envelope[T], error) {
+// decodeBody decodes a success answer the way the client does.
+func decodeBody[T any](body []byte) (*envelope[T], error) {
 	env := new(envelope[T])
-	if err := unmarshalRead(bytes.NewReader(body), env); err != nil {
+	if err := decodeAnswer(bytes.NewReader(body), env); err != nil {
 		return nil, err
 	}
 	return env, nil

@@ -21,7 +21,11 @@ var (
 	// example an Idempotency-Key over 64 characters) or answered 400, 413, 415
 	// or another 4xx that has no sentinel of its own (405, 422, …).
 	ErrInvalidRequest = errors.New("upstream: invalid request")
-	// ErrUnauthorized matches 401 answers.
+	// ErrUnauthorized matches 401 answers, and a bearer key refused before
+	// sending because no upstream could accept it (code malformed_api_key:
+	// empty after trimming, too long, or holding characters outside
+	// printable ASCII, spaces included). Either way the caller's credential
+	// is what is wrong, so both are answered alike.
 	ErrUnauthorized = errors.New("upstream: unauthorized")
 	// ErrForbidden matches 403 answers (missing scope or entitlement).
 	ErrForbidden = errors.New("upstream: forbidden")
@@ -95,7 +99,7 @@ func (e *Error) Is(target error) bool {
 		}
 		return (e.Status >= 400 && e.Status < 500) || e.Code == codeRefused
 	case ErrUnauthorized:
-		return e.Status == http.StatusUnauthorized
+		return e.Status == http.StatusUnauthorized || e.Code == codeMalformedKey
 	case ErrForbidden:
 		return e.Status == http.StatusForbidden
 	case ErrNotFound:
@@ -105,7 +109,7 @@ func (e *Error) Is(target error) bool {
 	case ErrRateLimited:
 		return e.Status == http.StatusTooManyRequests
 	case ErrUnavailable:
-		return e.Status >= 500 || (e.Status == 0 && e.Code != codeRefused)
+		return e.Status >= 500 || (e.Status == 0 && e.Code != codeRefused && e.Code != codeMalformedKey)
 	case ErrBadResponse:
 		return e.Code == codeBadResponse || (e.Status >= 100 && e.Status < 200) || (e.Status >= 300 && e.Status < 400)
 	}
@@ -131,9 +135,10 @@ func (e *Error) scrub(s scrubber) {
 
 // Codes the client itself assigns when the answer carried none.
 const (
-	codeRefused     = "request_refused" // refused before sending
-	codeNoResponse  = "no_response"     // transport failure
-	codeBadResponse = "malformed_response"
+	codeRefused      = "request_refused"   // refused before sending
+	codeMalformedKey = "malformed_api_key" // the bearer key cannot be sent
+	codeNoResponse   = "no_response"       // transport failure
+	codeBadResponse  = "malformed_response"
 )
 
 // maxErrorBody caps how much of an error answer is read: enough for any

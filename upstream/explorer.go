@@ -7,7 +7,7 @@ type ExplorerService struct{ c *Client }
 
 // explorerCall is a POST Explorer query; it reads only, so it may be retried.
 func explorerCall(op, path string, q *ExplorerQuery) call {
-	return call{op: op, method: "POST", path: path, body: q, safe: true}
+	return call{op: op, method: "POST", route: path, path: path, body: q, safe: true}
 }
 
 // Summary calls explorerSummary: POST /v1/explorer/summary.
@@ -41,6 +41,6 @@ func (s *ExplorerService) DimensionValues(ctx context.Context, key string) (*Dim
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[DimensionValues](ctx, s.c, call{op: op, method: "GET", path: "/v1/explorer/dimensions/" + k + "/values", safe: true})
+	v, _, err := do[DimensionValues](ctx, s.c, call{op: op, method: "GET", route: "/v1/explorer/dimensions/{key}/values", path: "/v1/explorer/dimensions/" + k + "/values", safe: true})
 	return v, err
 }

@@ -14,7 +14,7 @@ const MaxPageSize = 200
 // listCall builds the call of a list operation; options outside the
 // contract's limits are refused before sending.
 func listCall(op, path string, opts *ListOptions) (call, error) {
-	cl := call{op: op, method: "GET", path: path, safe: true}
+	cl := call{op: op, method: "GET", route: path, path: path, safe: true}
 	if opts == nil {
 		return cl, nil
 	}
