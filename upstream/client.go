@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
@@ -45,6 +46,7 @@ type Client struct {
 	breakers  *breakers
 	inflight  chan struct{}
 	observer  Observer
+	log       *slog.Logger
 	// seed keys the hash that names a caller to its circuit breaker, so the
 	// breakers hold no bearer key, and no one can aim at another's breaker.
 	seed maphash.Seed
@@ -144,6 +146,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		newKey:    uuid.NewString,
 		budget:    newBudget(DefaultRetryBudget),
 		inflight:  make(chan struct{}, DefaultMaxInFlight),
+		log:       discardLogger,
 		seed:      maphash.MakeSeed(),
 	}
 	c.breakers = newBreakers(u.Host, DefaultBreakerSettings)
@@ -266,6 +269,9 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 			if wait = c.retry.backoff(n, ue.RetryAfter); wait >= 0 && !c.budget.withdraw() {
 				wait = -1
 			}
+		}
+		if o.class != ClassCanceled && o.class != ClassLocal {
+			c.logAttempt(ctx, Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: n}, &o, err, wait >= 0)
 		}
 		if wait < 0 {
 			return err
@@ -434,14 +440,14 @@ func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []
 	defer resp.Body.Close()
 	o.sent, o.status = true, resp.StatusCode
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e, _ := errorFromResponse(cl.op, resp)
+		e, raw := errorFromResponse(cl.op, resp)
 		e.scrub(sc)
-		o.reqID = e.RequestID
+		o.reqID, o.excerpt = e.RequestID, excerptOf(sc, raw)
 		return o, e
 	}
 	reqID := token(resp.Header.Get("X-Request-Id"), maxRequestIDLen, "")
 	o.reqID = reqID
-	br := &bodyReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
+	br := &prefixReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
 	err = decodeAnswer(br, env)
 	if br.err != nil {
 		// The answer broke off (dropped connection, timeout, cancellation):
@@ -453,6 +459,7 @@ func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []
 		err = errors.New("answer has no data member")
 	}
 	if err != nil {
+		o.excerpt = excerptOf(sc, br.head[:br.n])
 		return o, &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
 			RequestID: reqID, Err: scrubErr(sc, err)}
 	}
@@ -491,21 +498,6 @@ func scrubErr(sc scrubber, err error) error {
 		return err
 	}
 	return &scrubbedError{msg: clean, err: err}
-}
-
-// bodyReader remembers a read error other than io.EOF, so a broken-off answer
-// can be told from a malformed one.
-type bodyReader struct {
-	r   io.Reader
-	err error
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF {
-		b.err = err
-	}
-	return n, err
 }
 
 // RetryPolicy says how often and how patiently a call is repeated after a

@@ -3,7 +3,10 @@ package upstream
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
+	"strconv"
 	"time"
 )
 
@@ -108,13 +111,37 @@ func (k keylessContext) Value(key any) any {
 	return k.Context.Value(key)
 }
 
-// outcome is what one attempt came to, for the observer, the breakers and
-// the retry loop.
+// WithLogger sets where failed attempts are logged (nowhere otherwise).
+//
+// Every failed or malformed upstream answer is logged once: one line per
+// failed attempt, so a call that failed twice and then succeeded leaves two
+// lines, each saying whether the client will retry. Upstream failures (5xx,
+// 429, no answer, an answer that cannot be read) are logged at Warn; 4xx
+// answers, which are the caller's to fix, at Info. A line carries the
+// operation, the route template, the attempt number, the status, the
+// upstream's request id, the error code and a short cause: for an answer
+// with a body, an excerpt of at most 256 bytes, scrubbed of the bearer key,
+// the upstream's address, URLs and header echoes. It never carries a
+// header, the URL or its host. A local refusal (nothing sent) is the
+// caller's error, not an upstream answer, and is not logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) error {
+		if l == nil {
+			return errors.New("upstream: nil logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// outcome is what one attempt came to, for the observer, the log, the
+// breakers and the retry loop.
 type outcome struct {
-	class  Class
-	status int
-	reqID  string
-	sent   bool // the request was written to a connection
+	class   Class
+	status  int
+	reqID   string
+	sent    bool   // the request was written to a connection
+	excerpt string // scrubbed start of the answer body, for the log
 }
 
 // classify sorts an attempt's error (nil for success) into a Class. ctx is
@@ -150,4 +177,84 @@ func classify(ctx context.Context, err error, o *outcome) Class {
 		return ClassConnect
 	}
 	return ClassNoResponse
+}
+
+// logAttempt writes the line of a failed attempt.
+func (c *Client) logAttempt(ctx context.Context, a Attempt, o *outcome, err error, retrying bool) {
+	level := slog.LevelWarn
+	if o.class == ClassClientError {
+		level = slog.LevelInfo
+	}
+	if !c.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("op", a.Op),
+		slog.String("method", a.Method),
+		slog.String("route", a.Route),
+		slog.Int("attempt", a.Number),
+		slog.Int("status", o.status),
+		slog.String("class", string(o.class)),
+		slog.Bool("retrying", retrying),
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		attrs = append(attrs, slog.String("code", e.Code))
+		if e.RequestID != "" {
+			attrs = append(attrs, slog.String("request_id", e.RequestID))
+		}
+		attrs = append(attrs, slog.String("cause", e.cause()))
+	}
+	if o.excerpt != "" {
+		attrs = append(attrs, slog.String("body", o.excerpt))
+	}
+	c.log.LogAttrs(keylessContext{ctx}, level, "upstream call failed", attrs...)
+}
+
+// cause is a short account of what went wrong, for a log line: the Error's
+// text without the "upstream: op:" prefix (the line has the op already).
+func (e *Error) cause() string {
+	switch {
+	case e.Status == 0 && e.Err != nil:
+		return e.Message + ": " + e.Err.Error()
+	case e.Err != nil:
+		return e.Err.Error()
+	}
+	return e.Message
+}
+
+// discardLogger is the default logger: it logs nothing, cheaply.
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// excerptOf returns the start of an answer body for a log line, scrubbed.
+func excerptOf(s scrubber, body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	if len(body) > 2*maxExcerptLen {
+		body = body[:2*maxExcerptLen] // scrubbing may shorten it; text caps it
+	}
+	return s.text(string(body), maxExcerptLen, "[withheld: "+strconv.Itoa(len(body))+" bytes]")
+}
+
+// prefixReader keeps the first bytes read through it, for a log line's
+// excerpt of an answer that could not be decoded, and remembers a read
+// error other than io.EOF, so a broken-off answer can be told from a
+// malformed one.
+type prefixReader struct {
+	r    io.Reader
+	err  error
+	head [maxExcerptLen]byte
+	n    int
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if p.n < len(p.head) {
+		p.n += copy(p.head[p.n:], b[:n])
+	}
+	if err != nil && err != io.EOF {
+		p.err = err
+	}
+	return n, err
 }
