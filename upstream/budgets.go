@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"iter"
 )
 
@@ -88,17 +89,35 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 	return &r.Budget, nil
 }
 
-// Delete calls deleteBudget: DELETE /v1/budgets/{id}. It carries no
-// Idempotency-Key in the contract, so it is never retried: a repeat after a
-// lost answer would report 404 for a delete that succeeded.
+// Delete calls deleteBudget: DELETE /v1/budgets/{id}.
+//
+// A delete is idempotent: once it has happened, the budget is gone however
+// often it is sent. So Delete retries like a read. Only the answer of a
+// repeat differs: 404 not_found, for the budget the first attempt removed.
+// When a retry answers 404 not_found after an earlier attempt was sent and
+// got no answer (the connection dropped, perhaps after the upstream
+// committed), Delete reports a delete that happened, with AlreadyDeleted
+// set, rather than a failure. That reading cannot tell a budget the lost
+// attempt removed from one that never existed; either way the budget does
+// not exist, which is what a delete promises. A 404 without a lost attempt
+// before it is ErrNotFound, as for any read.
 func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, error) {
 	const op = "deleteBudget"
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[DeleteResult](ctx, s.c, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p})
-	return v, err
+	var env *envelope[DeleteResult]
+	st, err := s.c.run(ctx, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, idempotent: true},
+		func() answerEnvelope { env = new(envelope[DeleteResult]); return env })
+	var ue *Error
+	if st.lostAnswer && errors.As(err, &ue) && ue.Status == 404 && ue.Code == "not_found" {
+		return &DeleteResult{Success: true, AlreadyDeleted: true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return env.Data, nil
 }
 
 // Actuals calls getBudgetActuals: GET /v1/budgets/{id}/actuals.

@@ -190,13 +190,23 @@ type call struct {
 	idempotencyKey string
 	// safe marks calls that change nothing upstream, so they may be retried.
 	safe bool
+	// idempotent marks a call whose repeat has the effect of the first,
+	// though it may answer differently (a DELETE): it may be retried.
+	idempotent bool
+}
+
+// callStats is what the attempts of one call add up to.
+type callStats struct {
+	// lostAnswer is set when an attempt was sent and got no answer, so
+	// the upstream may have done what it asked.
+	lostAnswer bool
 }
 
 // do sends the call, retrying where the policy and the call allow, and
 // decodes the data member of the answer into a new T.
 func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error) {
 	var env *envelope[T]
-	err := c.run(ctx, cl, func() answerEnvelope {
+	_, err := c.run(ctx, cl, func() answerEnvelope {
 		// A fresh envelope per attempt: a failed one may have filled part of it.
 		env = new(envelope[T])
 		return env
@@ -211,26 +221,27 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 // this loop decides retries: the transport is kept from replaying requests
 // on its own (see send), so the attempts the upstream sees are the ones
 // counted here, the observer is told of, and the policy allows.
-func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope) error {
+func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope) (callStats, error) {
+	var st callStats
 	key, ok := APIKeyFrom(ctx)
 	if !ok {
-		return fmt.Errorf("upstream: %s: %w", cl.op, ErrNoAPIKey)
+		return st, fmt.Errorf("upstream: %s: %w", cl.op, ErrNoAPIKey)
 	}
 	// Everything refused from here to the first attempt is the caller's
 	// error: nothing is sent, retried, or counted against the upstream.
 	if why := checkAPIKey(key); why != "" {
-		return &Error{Op: cl.op, Code: codeMalformedKey, Message: why}
+		return st, &Error{Op: cl.op, Code: codeMalformedKey, Message: why}
 	}
 	if cl.idempotencyKey != "" {
 		if why := checkIdempotencyKey(cl.idempotencyKey); why != "" {
-			return refuse(cl.op, why)
+			return st, refuse(cl.op, why)
 		}
 	}
 	var body []byte
 	if cl.body != nil {
 		var err error
 		if body, err = json.Marshal(cl.body); err != nil {
-			return &Error{Op: cl.op, Code: codeRefused, Message: "encode body", Err: err}
+			return st, &Error{Op: cl.op, Code: codeRefused, Message: "encode body", Err: err}
 		}
 	}
 	// cl.path is already escaped (ids go through url.PathEscape); appending it
@@ -241,16 +252,16 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 	}
 	a := attempt{cl: &cl, rawURL: rawURL, key: key, body: body, caller: maphash.String(c.seed, key),
 		scrub: newScrubber(key, c.base.Host)}
-	retryable := cl.safe || cl.idempotencyKey != ""
+	retryable := cl.safe || cl.idempotent || cl.idempotencyKey != ""
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
-			return &Error{Op: cl.op, Code: codeNoResponse, Message: "the caller gave up before sending",
+			return st, &Error{Op: cl.op, Code: codeNoResponse, Message: "the caller gave up before sending",
 				IdempotencyKey: cl.idempotencyKey, Err: err}
 		}
 		a.n = n
 		o, err := c.attempt(ctx, &a, newEnv())
 		if err == nil {
-			return nil
+			return st, nil
 		}
 		var ue *Error
 		if errors.As(err, &ue) {
@@ -259,7 +270,10 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 			ue.IdempotencyKey = cl.idempotencyKey
 		}
 		if o.class == "" {
-			return err // refused before sending: nothing to log or retry
+			return st, err // refused before sending: nothing to log or retry
+		}
+		if o.sent && (o.class == ClassNoResponse || o.class == ClassTimeout) {
+			st.lostAnswer = true
 		}
 		var wait time.Duration = -1
 		if retryable && ue != nil && ue.Temporary() && n < c.retry.MaxAttempts &&
@@ -275,17 +289,17 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 			c.logAttempt(ctx, Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: n}, &o, err, wait >= 0)
 		}
 		if wait < 0 {
-			return err
+			return st, err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			if errors.Is(err, ctx.Err()) {
-				return err
+				return st, err
 			}
 			// The caller gave up; say so, or errors.Is(err, context.Canceled) fails.
-			return fmt.Errorf("%w; gave up waiting to retry: %w", err, ctx.Err())
+			return st, fmt.Errorf("%w; gave up waiting to retry: %w", err, ctx.Err())
 		case <-t.C:
 		}
 	}

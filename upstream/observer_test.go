@@ -90,6 +90,7 @@ func TestAttemptCountsMatchTheUpstreamUnderDroppedConnections(t *testing.T) {
 		}
 		for _, call := range []func() error{
 			func() error { _, err := c.Budgets.Planning(keyCtx(t), "b"); return err },
+			func() error { _, err := c.Budgets.Delete(keyCtx(t), "b"); return err },
 			func() error { _, err := c.Explorer.Summary(keyCtx(t), testQuery()); return err },
 			func() error {
 				_, err := c.Budgets.Update(keyCtx(t), "b", &upstream.BudgetUpdate{Name: pointerTo("n")}, nil)

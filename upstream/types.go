@@ -276,6 +276,11 @@ type BudgetUpdate struct {
 // DeleteResult is the answer of deleteBudget.
 type DeleteResult struct {
 	Success bool `json:"success"`
+	// AlreadyDeleted is set, with Success, when the budget was found gone
+	// by a retry after an attempt whose answer was lost: the delete has
+	// happened, perhaps by that attempt (see BudgetsService.Delete). The
+	// upstream never sends it.
+	AlreadyDeleted bool `json:"-"`
 }
 
 // BudgetActuals are a budget's actual costs per period: per planning row
