@@ -528,7 +528,7 @@ func scrubErr(sc scrubber, err error) error {
 // The observer sees it as operation "ping"; the logger does not (the
 // readiness check reports its own failures).
 func (c *Client) Ping(ctx context.Context) error {
-	const op, route = "ping", "/v1/budgets"
+	const op, route = OpPing, "/v1/budgets"
 	sc := newScrubber("", c.base.Host)
 	info := Attempt{Op: op, Method: http.MethodGet, Route: route, Number: 1}
 	reqCtx, done := ctx, func(AttemptResult) {}
@@ -547,7 +547,7 @@ func (c *Client) Ping(ctx context.Context) error {
 }
 
 func (c *Client) ping(ctx context.Context, sc scrubber) (outcome, error) {
-	const op = "ping"
+	const op = OpPing
 	var o outcome
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/v1/budgets", nil)
 	if err != nil {

@@ -21,6 +21,27 @@ const (
 	connNotifications   = "scheduledNotifications"
 )
 
+// listOps names the upstream list operation each connection walks, for its errors.
+var listOps = map[string]string{
+	connBudgets:         upstream.OpListBudgets,
+	connRecommendations: upstream.OpListRecommendations,
+	connAnomalies:       upstream.OpListAnomalies,
+	connNotifications:   upstream.OpListScheduledNotifications,
+}
+
+// pagesAllowed is how many upstream pages a connection may fetch for first
+// records: what the operation's cost estimate charged for it, ceil(first /
+// 200), plus one when it resumes from a cursor, whose upstream page is
+// partly skipped (up to a whole page). With full pages that is always
+// enough; only an upstream that answers short pages can reach it.
+func pagesAllowed(first int, resuming bool) int {
+	pages := (first + upstream.MaxPageSize - 1) / upstream.MaxPageSize
+	if resuming {
+		pages++
+	}
+	return pages
+}
+
 // window is one page of a connection: the records, the cursor of each, and
 // the upstream total when the upstream gives one. A record's cursor is
 // signed only when an edge asks for it; pageInfo's two are signed at once.
@@ -41,6 +62,13 @@ type fetchPage[T any] func(context.Context, *upstream.ListOptions) (*upstream.Pa
 // upstream page with one more record skipped, or, for a page's last record,
 // to the next upstream page. So every edge cursor is valid as after, and
 // resuming from a page's end costs no refetch.
+//
+// The pages are walked by an upstream.PageWalk, which fails loudly (an
+// ErrBadResponse naming the operation) on pagination that would not end,
+// and fetches no more than pagesAllowed. When an upstream answers short
+// pages (fewer records than asked, has_more true) and the bound is reached,
+// page returns the records it has with hasNextPage true: a valid Relay
+// page, whose endCursor goes on where the walk stopped.
 func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *int, after *string, fetch fetchPage[T]) (*window[T], error) {
 	n := 50
 	if first != nil {
@@ -57,24 +85,30 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 		}
 	}
 	w := &window[T]{items: make([]T, 0, n), at: make([]relay.Cursor, 0, n), codec: codec, conn: conn}
-	upCursor, skip := at.Upstream, at.Skip
+	walk := upstream.NewPageWalk(listOps[conn], fetch, at.Upstream, pagesAllowed(n, after != nil))
+	skip := at.Skip
 	for {
+		upCursor := walk.Cursor()
 		want := n - len(w.items)
-		limit := min(skip+want, upstream.MaxPageSize)
-		pg, err := fetch(ctx, &upstream.ListOptions{Limit: limit, Cursor: upCursor})
+		pg, err := walk.Next(ctx, min(skip+want, upstream.MaxPageSize))
 		if err != nil {
 			return nil, err
 		}
+		if pg == nil {
+			// The bound of pages is reached with more to come: the last
+			// record's cursor already points past it.
+			w.info.HasNextPage = walk.More()
+			break
+		}
 		w.total = pg.Pagination.Total
 		data := pg.Data
-		next := pg.Pagination.NextCursor
-		more := pg.Pagination.HasMore && next != nil && *next != ""
+		more := walk.More()
 		j := skip
 		for ; j < len(data) && len(w.items) < n; j++ {
 			w.items = append(w.items, data[j])
 			c := relay.Cursor{Upstream: upCursor, Skip: j + 1}
 			if j == len(data)-1 && more {
-				c = relay.Cursor{Upstream: *next}
+				c = relay.Cursor{Upstream: walk.Cursor()}
 			}
 			w.at = append(w.at, c)
 		}
@@ -85,7 +119,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn string, first *in
 		if !more {
 			break
 		}
-		upCursor, skip = *next, 0
+		skip = 0
 	}
 	if len(w.at) > 0 {
 		start, end := codec.Encode(conn, w.at[0]), codec.Encode(conn, w.at[len(w.at)-1])
