@@ -66,8 +66,7 @@ func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, err
 	if err != nil {
 		return nil, err
 	}
-	d := w.detail()
-	return &d, nil
+	return &w.BudgetDetail, nil
 }
 
 // Update calls updateBudget: PATCH /v1/budgets/{id}, with an Idempotency-Key.
