@@ -253,11 +253,11 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 	a := attempt{cl: &cl, rawURL: rawURL, key: key, body: body, caller: maphash.String(c.seed, key),
 		scrub: newScrubber(key, c.base.Host)}
 	retryable := cl.safe || cl.idempotent || cl.idempotencyKey != ""
+	if err := ctx.Err(); err != nil {
+		return st, &Error{Op: cl.op, Code: codeNoResponse, Message: "the caller gave up before sending",
+			IdempotencyKey: cl.idempotencyKey, Err: err}
+	}
 	for n := 1; ; n++ {
-		if err := ctx.Err(); err != nil {
-			return st, &Error{Op: cl.op, Code: codeNoResponse, Message: "the caller gave up before sending",
-				IdempotencyKey: cl.idempotencyKey, Err: err}
-		}
 		a.n = n
 		o, err := c.attempt(ctx, &a, newEnv())
 		if err == nil {
@@ -295,12 +295,14 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
 			if errors.Is(err, ctx.Err()) {
 				return st, err
 			}
 			// The caller gave up; say so, or errors.Is(err, context.Canceled) fails.
 			return st, fmt.Errorf("%w; gave up waiting to retry: %w", err, ctx.Err())
-		case <-t.C:
 		}
 	}
 }
@@ -341,7 +343,9 @@ func (c *Client) attempt(ctx context.Context, a *attempt, env answerEnvelope) (o
 	var done func(AttemptResult)
 	info := Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: a.n}
 	if c.observer != nil {
-		reqCtx, done = c.observer(keylessContext{ctx}, info)
+		if reqCtx, done = c.observer(keylessContext{ctx}, info); reqCtx == nil {
+			reqCtx = ctx
+		}
 	}
 	start := time.Now()
 	o, err := c.send(reqCtx, cl, a.rawURL, a.key, a.body, env, a.scrub)
@@ -536,6 +540,9 @@ func (c *Client) Ping(ctx context.Context) error {
 		var d func(AttemptResult)
 		if reqCtx, d = c.observer(keylessContext{ctx}, info); d != nil {
 			done = d
+		}
+		if reqCtx == nil {
+			reqCtx = ctx
 		}
 	}
 	start := time.Now()

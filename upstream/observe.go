@@ -19,12 +19,13 @@ import (
 // header value, an open circuit breaker, no free in-flight slot) is never
 // observed, and the transport never replays an attempt on its own (see
 // docs/resilience.md), so the number of calls is the number of requests the
-// upstream could have seen. The returned context becomes the attempt's
-// request context, so a span started in it is what a tracing RoundTripper
-// (such as otelhttp's) sees and propagates as traceparent. done, when not
-// nil, is called exactly once with the outcome, after the answer is read or
-// the attempt has failed; it runs on the calling goroutine, so it should be
-// cheap.
+// upstream could have seen. The returned context (nil: ctx) becomes the
+// attempt's request context, so a span started in it is what a tracing
+// RoundTripper (such as otelhttp's) sees and propagates as traceparent; it
+// should derive from ctx, whose cancellation the attempt must follow. done,
+// when not nil, is called exactly once with the outcome, after the answer
+// is read or the attempt has failed; it runs on the calling goroutine, so
+// it should be cheap.
 //
 // Neither ctx (from which the caller's bearer key is hidden) nor Attempt nor
 // AttemptResult carries the bearer key, a URL or a header.
