@@ -531,6 +531,19 @@ func TestErrorsNeverCarryKeyOrURL(t *testing.T) {
 			_, err := c.Budgets.List(ctx, nil)
 			return err
 		}, want: upstream.ErrBadResponse},
+		{name: "malformed bearer key", handler: ok, call: func(ctx context.Context, c *upstream.Client) error {
+			return get(upstream.WithAPIKey(ctx, testKey+"\nX-Injected: 1"), c)
+		}, want: upstream.ErrUnauthorized},
+		{name: "required member missing", handler: handler(answer(200, `{"data":{"plannings":[{"id":"`+testKey+`"}]}}`)),
+			call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.Planning(ctx, "bud_1")
+				return err
+			}, want: upstream.ErrBadResponse},
+		{name: "member of the wrong kind", handler: handler(answer(200, `{"data":{"plannings":"`+testKey+` http://127.0.0.1:1/v1"}}`)),
+			call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.Planning(ctx, "bud_1")
+				return err
+			}, want: upstream.ErrBadResponse},
 		{name: "key is the id", handler: handler(answer(404, envelope("not_found", "no budget "+testKey, "r3"))), call: func(ctx context.Context, c *upstream.Client) error {
 			_, err := c.Budgets.Get(ctx, "x")
 			return err
