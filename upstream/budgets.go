@@ -2,9 +2,8 @@ package upstream
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"iter"
-	"strings"
 )
 
 // BudgetsService calls the Budgets operations.
@@ -12,9 +11,12 @@ type BudgetsService struct{ c *Client }
 
 // WriteOptions are the options of a budget write.
 type WriteOptions struct {
-	// IdempotencyKey is sent as the Idempotency-Key header (at most 64
-	// characters). When empty, the client makes one; either way the same key
-	// is reused on the client's own retries, so a retried write applies once.
+	// IdempotencyKey is sent as the Idempotency-Key header: 1 to 64
+	// printable ASCII characters (0x21–0x7E, and spaces between them).
+	// Any other key refuses the write before sending, with an *Error
+	// matching ErrInvalidRequest. When empty, the client makes one; either
+	// way the same key is reused on the client's own retries, so a retried
+	// write applies once.
 	IdempotencyKey string
 }
 
@@ -23,34 +25,30 @@ func (s *BudgetsService) idempotencyKey(op string, opts *WriteOptions) (string, 
 	if opts == nil || opts.IdempotencyKey == "" {
 		return s.c.newKey(), nil
 	}
-	k := opts.IdempotencyKey
-	if len(k) > MaxIdempotencyKeyLen {
-		return "", refuse(op, fmt.Sprintf("Idempotency-Key is %d characters; at most %d are allowed", len(k), MaxIdempotencyKeyLen))
+	if why := checkIdempotencyKey(opts.IdempotencyKey); why != "" {
+		return "", refuse(op, why)
 	}
-	if strings.TrimSpace(k) == "" {
-		return "", refuse(op, "Idempotency-Key is blank")
-	}
-	return k, nil
+	return opts.IdempotencyKey, nil
 }
 
 // List calls listBudgets: GET /v1/budgets.
 func (s *BudgetsService) List(ctx context.Context, opts *ListOptions) (*Page[Budget], error) {
-	return list[Budget](ctx, s.c, "listBudgets", "/v1/budgets", opts)
+	return list[Budget](ctx, s.c, OpListBudgets, "/v1/budgets", opts)
 }
 
 // All walks every page of listBudgets.
 func (s *BudgetsService) All(ctx context.Context, pageSize int) iter.Seq2[Budget, error] {
-	return all(ctx, "listBudgets", pageSize, s.List)
+	return all(ctx, OpListBudgets, pageSize, s.List)
 }
 
 // Create calls createBudget: POST /v1/budgets, with an Idempotency-Key.
 func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *WriteOptions) (*Budget, error) {
-	const op = "createBudget"
+	const op = OpCreateBudget
 	key, err := s.idempotencyKey(op, opts)
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "POST", path: "/v1/budgets", body: in, idempotencyKey: key})
+	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "POST", route: "/v1/budgets", path: "/v1/budgets", body: in, idempotencyKey: key})
 	if err != nil {
 		return nil, err
 	}
@@ -59,23 +57,22 @@ func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *Wri
 
 // Get calls getBudget: GET /v1/budgets/{id}. The answer adds metrics and dimensions.
 func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, error) {
-	const op = "getBudget"
+	const op = OpGetBudget
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
 	}
-	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p, safe: true})
+	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, safe: true})
 	if err != nil {
 		return nil, err
 	}
-	d := w.detail()
-	return &d, nil
+	return &w.BudgetDetail, nil
 }
 
 // Update calls updateBudget: PATCH /v1/budgets/{id}, with an Idempotency-Key.
 // Only the fields set in the update are sent.
 func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate, opts *WriteOptions) (*Budget, error) {
-	const op = "updateBudget"
+	const op = OpUpdateBudget
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
@@ -84,58 +81,76 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "PATCH", path: "/v1/budgets/" + p, body: in, idempotencyKey: key})
+	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "PATCH", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, body: in, idempotencyKey: key})
 	if err != nil {
 		return nil, err
 	}
 	return &r.Budget, nil
 }
 
-// Delete calls deleteBudget: DELETE /v1/budgets/{id}. It carries no
-// Idempotency-Key in the contract, so it is never retried: a repeat after a
-// lost answer would report 404 for a delete that succeeded.
+// Delete calls deleteBudget: DELETE /v1/budgets/{id}.
+//
+// A delete is idempotent: once it has happened, the budget is gone however
+// often it is sent. So Delete retries like a read. Only the answer of a
+// repeat differs: 404 not_found, for the budget the first attempt removed.
+// When a retry answers 404 not_found after an earlier attempt was sent and
+// got no answer (the connection dropped, perhaps after the upstream
+// committed), Delete reports a delete that happened, with AlreadyDeleted
+// set, rather than a failure. That reading cannot tell a budget the lost
+// attempt removed from one that never existed; either way the budget does
+// not exist, which is what a delete promises. A 404 without a lost attempt
+// before it is ErrNotFound, as for any read.
 func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, error) {
-	const op = "deleteBudget"
+	const op = OpDeleteBudget
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[DeleteResult](ctx, s.c, call{op: op, method: "DELETE", path: "/v1/budgets/" + p})
-	return v, err
+	var env *envelope[DeleteResult]
+	st, err := s.c.run(ctx, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, idempotent: true},
+		func() answerEnvelope { env = new(envelope[DeleteResult]); return env })
+	var ue *Error
+	if st.lostAnswer && errors.As(err, &ue) && ue.Status == 404 && ue.Code == "not_found" {
+		return &DeleteResult{Success: true, AlreadyDeleted: true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return env.Data, nil
 }
 
 // Actuals calls getBudgetActuals: GET /v1/budgets/{id}/actuals.
 func (s *BudgetsService) Actuals(ctx context.Context, id string) (*BudgetActuals, error) {
-	const op = "getBudgetActuals"
+	const op = OpGetBudgetActuals
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p + "/actuals", safe: true})
+	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/actuals", path: "/v1/budgets/" + p + "/actuals", safe: true})
 	return v, err
 }
 
 // Planning calls getBudgetPlanning: GET /v1/budgets/{id}/planning.
 func (s *BudgetsService) Planning(ctx context.Context, id string) (*BudgetPlanning, error) {
-	const op = "getBudgetPlanning"
+	const op = OpGetBudgetPlanning
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", path: "/v1/budgets/" + p + "/planning", safe: true})
+	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/planning", path: "/v1/budgets/" + p + "/planning", safe: true})
 	return v, err
 }
 
 // LookbackPreview calls budgetLookbackGet: GET /v1/budgets/lookback. Its
 // periods carry Projected.
 func (s *BudgetsService) LookbackPreview(ctx context.Context) (*Lookback, error) {
-	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackGet", method: "GET", path: "/v1/budgets/lookback", safe: true})
+	v, _, err := do[Lookback](ctx, s.c, call{op: OpBudgetLookbackGet, method: "GET", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", safe: true})
 	return v, err
 }
 
 // Lookback calls budgetLookbackPost: POST /v1/budgets/lookback. It only
 // reads, so it may be retried.
 func (s *BudgetsService) Lookback(ctx context.Context, in *LookbackRequest) (*Lookback, error) {
-	v, _, err := do[Lookback](ctx, s.c, call{op: "budgetLookbackPost", method: "POST", path: "/v1/budgets/lookback", body: in, safe: true})
+	v, _, err := do[Lookback](ctx, s.c, call{op: OpBudgetLookbackPost, method: "POST", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", body: in, safe: true})
 	return v, err
 }

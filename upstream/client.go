@@ -14,15 +14,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/sony/gobreaker/v2"
 )
 
 // DefaultTimeout bounds one attempt of one call, answer body included.
@@ -32,9 +36,6 @@ const DefaultTimeout = 15 * time.Second
 // (200 records) is far below it.
 const maxSuccessBody = 32 << 20
 
-// MaxIdempotencyKeyLen is the contract's limit on the Idempotency-Key header.
-const MaxIdempotencyKeyLen = 64
-
 // Client calls the Cost Management API. It is safe for concurrent use.
 type Client struct {
 	base      *url.URL
@@ -43,8 +44,13 @@ type Client struct {
 	retry     RetryPolicy
 	newKey    func() string
 	budget    *budget
-	breaker   *gobreaker.CircuitBreaker[struct{}]
+	breakers  *breakers
 	inflight  chan struct{}
+	observer  Observer
+	log       *slog.Logger
+	// seed keys the hash that names a caller to its circuit breaker, so the
+	// breakers hold no bearer key, and no one can aim at another's breaker.
+	seed maphash.Seed
 
 	Recommendations *RecommendationsService
 	Anomalies       *AnomaliesService
@@ -80,9 +86,15 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// WithUserAgent sets the User-Agent header.
+// WithUserAgent sets the User-Agent header. It must be printable ASCII.
 func WithUserAgent(ua string) Option {
-	return func(c *Client) error { c.userAgent = ua; return nil }
+	return func(c *Client) error {
+		if err := checkHeaderValue("User-Agent", ua); err != nil {
+			return err
+		}
+		c.userAgent = ua
+		return nil
+	}
 }
 
 // WithRetry sets the retry policy (DefaultRetryPolicy otherwise).
@@ -97,7 +109,8 @@ func WithRetry(p RetryPolicy) Option {
 }
 
 // WithIdempotencyKeys sets the generator of Idempotency-Keys for writes whose
-// caller gave none (random UUIDs otherwise).
+// caller gave none (random UUIDs otherwise). A generated key is checked like
+// a caller's: one that breaks the rules refuses the write before sending.
 func WithIdempotencyKeys(f func() string) Option {
 	return func(c *Client) error { c.newKey = f; return nil }
 }
@@ -134,8 +147,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		newKey:    uuid.NewString,
 		budget:    newBudget(DefaultRetryBudget),
 		inflight:  make(chan struct{}, DefaultMaxInFlight),
+		log:       discardLogger,
+		seed:      maphash.MakeSeed(),
 	}
-	c.breaker = newBreaker(u.Host, DefaultBreakerSettings)
+	c.breakers = newBreakers(u.Host, DefaultBreakerSettings)
 	for _, opt := range opts {
 		if err := opt(c); err != nil {
 			return nil, err
@@ -167,6 +182,7 @@ func APIKeyFrom(ctx context.Context) (string, bool) {
 type call struct {
 	op     string // operation id of the contract
 	method string
+	route  string // path template below the base, such as /v1/budgets/{id}
 	path   string // escaped path below the base, starting with /v1/
 	query  url.Values
 	body   any
@@ -174,20 +190,58 @@ type call struct {
 	idempotencyKey string
 	// safe marks calls that change nothing upstream, so they may be retried.
 	safe bool
+	// idempotent marks a call whose repeat has the effect of the first,
+	// though it may answer differently (a DELETE): it may be retried.
+	idempotent bool
+}
+
+// callStats is what the attempts of one call add up to.
+type callStats struct {
+	// lostAnswer is set when an attempt was sent and got no answer, so
+	// the upstream may have done what it asked.
+	lostAnswer bool
 }
 
 // do sends the call, retrying where the policy and the call allow, and
 // decodes the data member of the answer into a new T.
 func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error) {
+	var env *envelope[T]
+	_, err := c.run(ctx, cl, func() answerEnvelope {
+		// A fresh envelope per attempt: a failed one may have filled part of it.
+		env = new(envelope[T])
+		return env
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return env.Data, env.Pagination, nil
+}
+
+// run sends the call, retrying where the policy and the call allow. Only
+// this loop decides retries: the transport is kept from replaying requests
+// on its own (see send), so the attempts the upstream sees are the ones
+// counted here, the observer is told of, and the policy allows.
+func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope) (callStats, error) {
+	var st callStats
 	key, ok := APIKeyFrom(ctx)
 	if !ok {
-		return nil, nil, fmt.Errorf("upstream: %s: %w", cl.op, ErrNoAPIKey)
+		return st, fmt.Errorf("upstream: %s: %w", cl.op, ErrNoAPIKey)
+	}
+	// Everything refused from here to the first attempt is the caller's
+	// error: nothing is sent, retried, or counted against the upstream.
+	if why := checkAPIKey(key); why != "" {
+		return st, &Error{Op: cl.op, Code: codeMalformedKey, Message: why}
+	}
+	if cl.idempotencyKey != "" {
+		if why := checkIdempotencyKey(cl.idempotencyKey); why != "" {
+			return st, refuse(cl.op, why)
+		}
 	}
 	var body []byte
 	if cl.body != nil {
 		var err error
 		if body, err = json.Marshal(cl.body); err != nil {
-			return nil, nil, &Error{Op: cl.op, Code: codeRefused, Message: "encode body", Err: err}
+			return st, &Error{Op: cl.op, Code: codeRefused, Message: "encode body", Err: err}
 		}
 	}
 	// cl.path is already escaped (ids go through url.PathEscape); appending it
@@ -196,14 +250,18 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 	if len(cl.query) > 0 {
 		rawURL += "?" + cl.query.Encode()
 	}
-	retryable := cl.safe || cl.idempotencyKey != ""
-	c.budget.deposit()
-	for attempt := 1; ; attempt++ {
-		// A fresh envelope per attempt: a failed one may have filled part of it.
-		env := new(envelope[T])
-		err := c.attempt(ctx, cl, rawURL, key, body, env)
+	a := attempt{cl: &cl, rawURL: rawURL, key: key, body: body, caller: maphash.String(c.seed, key),
+		scrub: newScrubber(key, c.base.Host)}
+	retryable := cl.safe || cl.idempotent || cl.idempotencyKey != ""
+	if err := ctx.Err(); err != nil {
+		return st, &Error{Op: cl.op, Code: codeNoResponse, Message: "the caller gave up before sending",
+			IdempotencyKey: cl.idempotencyKey, Err: err}
+	}
+	for n := 1; ; n++ {
+		a.n = n
+		o, err := c.attempt(ctx, &a, newEnv())
 		if err == nil {
-			return env.Data, env.Pagination, nil
+			return st, nil
 		}
 		var ue *Error
 		if errors.As(err, &ue) {
@@ -211,27 +269,112 @@ func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error)
 			// send the same write again safely.
 			ue.IdempotencyKey = cl.idempotencyKey
 		}
-		if !retryable || ue == nil || !ue.Temporary() || attempt >= c.retry.MaxAttempts {
-			return nil, nil, err
+		if o.class == "" {
+			return st, err // refused before sending: nothing to log or retry
 		}
-		wait := c.retry.backoff(attempt, ue.RetryAfter)
-		if wait < 0 || !c.budget.withdraw() {
-			// The upstream asked for a longer pause than we allow, or it has
-			// failed so much of late that retrying would only add load.
-			return nil, nil, err
+		if o.sent && (o.class == ClassNoResponse || o.class == ClassTimeout) {
+			st.lostAnswer = true
+		}
+		var wait time.Duration = -1
+		if retryable && ue != nil && ue.Temporary() && n < c.retry.MaxAttempts &&
+			o.class != ClassCanceled && o.class != ClassLocal {
+			// wait < 0: the upstream asked for a longer pause than we
+			// allow. No token: it has failed so much of late that retrying
+			// would only add load.
+			if wait = c.retry.backoff(n, ue.RetryAfter); wait >= 0 && !c.budget.withdraw() {
+				wait = -1
+			}
+		}
+		if o.class != ClassCanceled && o.class != ClassLocal {
+			c.logAttempt(ctx, Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: n}, &o, err, wait >= 0)
+		}
+		if wait < 0 {
+			return st, err
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			if errors.Is(err, ctx.Err()) {
-				return nil, nil, err
-			}
-			// The caller gave up; say so, or errors.Is(err, context.Canceled) fails.
-			return nil, nil, fmt.Errorf("%w; gave up waiting to retry: %w", err, ctx.Err())
 		case <-t.C:
 		}
+		if ctx.Err() != nil {
+			if errors.Is(err, ctx.Err()) {
+				return st, err
+			}
+			// The caller gave up; say so, or errors.Is(err, context.Canceled) fails.
+			return st, fmt.Errorf("%w; gave up waiting to retry: %w", err, ctx.Err())
+		}
 	}
+}
+
+// attempt is what every attempt of one call shares.
+type attempt struct {
+	cl     *call
+	n      int // attempt number, from 1
+	rawURL string
+	key    string
+	body   []byte
+	caller uint64 // the keyed hash of key that names the caller to its breaker
+	scrub  scrubber
+}
+
+// attempt makes one attempt through the in-flight bound and the circuit
+// breakers, and decodes a success answer into env. An outcome with no class
+// means nothing was sent: the client refused the attempt itself.
+func (c *Client) attempt(ctx context.Context, a *attempt, env answerEnvelope) (outcome, error) {
+	cl := a.cl
+	if c.inflight != nil {
+		select {
+		case c.inflight <- struct{}{}:
+			defer func() { <-c.inflight }()
+		case <-ctx.Done():
+			return outcome{}, &Error{Op: cl.op, Code: codeNoResponse, Message: "gave up waiting for a free connection",
+				Err: ctx.Err()}
+		}
+	}
+	var report func(verdict error)
+	if c.breakers != nil {
+		var err error
+		if report, err = c.breakers.allow(cl.op, a.caller); err != nil {
+			return outcome{}, err
+		}
+	}
+	reqCtx := ctx
+	var done func(AttemptResult)
+	info := Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: a.n}
+	if c.observer != nil {
+		if reqCtx, done = c.observer(keylessContext{ctx}, info); reqCtx == nil {
+			reqCtx = ctx
+		}
+	}
+	start := time.Now()
+	o, err := c.send(reqCtx, cl, a.rawURL, a.key, a.body, env, a.scrub)
+	o.class = classify(ctx, err, &o)
+	if a.n == 1 && o.class != ClassLocal {
+		c.budget.deposit() // a first attempt that the upstream could see
+	}
+	if report != nil {
+		report(verdict(o.class))
+	}
+	if done != nil {
+		done(AttemptResult{Attempt: info, Status: o.status, RequestID: o.reqID, Class: o.class, Sent: o.sent,
+			Duration: time.Since(start)})
+	}
+	return o, err
+}
+
+// verdict is what an attempt of class k tells a circuit breaker: any answer
+// below 500, even a 4xx, a 429 or one that could not be read, shows a
+// working upstream; no answer or a 5xx is a failure; a caller that went
+// away, or a refusal before sending, says nothing about the upstream.
+func verdict(k Class) error {
+	switch k {
+	case ClassServerError, ClassConnect, ClassNoResponse, ClassTimeout:
+		return errFailed
+	case ClassCanceled, ClassLocal:
+		return errExcluded
+	}
+	return nil
 }
 
 // envelope is a success answer. It is decoded in one pass, straight into
@@ -247,16 +390,52 @@ func (e *envelope[T]) hasData() bool { return e.Data != nil }
 // answerEnvelope is an envelope of any data type.
 type answerEnvelope interface{ hasData() bool }
 
+// emptyBody is the body of a request without one. net/http's Transport
+// replays a request on a reused connection that broke only when the request
+// "has no body or has its Request.GetBody defined" (its documented rule):
+// an empty body with no GetBody keeps it from replaying GETs and DELETEs,
+// as a nil GetBody does for requests with a body, so the retry loop is the
+// only place that repeats a request. On HTTP/1.1 the transport finds the
+// body empty and sends exactly what it sends for a nil one; on HTTP/2 the
+// stream ends with an empty DATA frame instead of on the HEADERS frame.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
+
+// wireTrace learns from the transport whether it looked for a connection
+// (so a failure is not a local refusal) and whether it wrote the request (so
+// the upstream may have seen it). The transport calls it from its own
+// goroutines.
+type wireTrace struct {
+	getConn atomic.Bool
+	wrote   atomic.Bool
+}
+
 // send makes one attempt and decodes a success answer into env.
-func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []byte, env answerEnvelope) error {
+func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []byte, env answerEnvelope, sc scrubber) (outcome, error) {
+	var o outcome
+	tr := new(wireTrace)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) { tr.getConn.Store(true) },
+		WroteRequest: func(w httptrace.WroteRequestInfo) {
+			if w.Err == nil {
+				tr.wrote.Store(true)
+			}
+		},
+	})
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, rawURL, rd)
 	if err != nil {
-		return &Error{Op: cl.op, Code: codeRefused, Message: "build request", Err: err}
+		return o, &Error{Op: cl.op, Code: codeRefused, Message: "build request", Err: scrubErr(sc, err)}
 	}
+	if body == nil {
+		req.Body = emptyBody{}
+	}
+	req.GetBody = nil // see emptyBody
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
@@ -268,47 +447,44 @@ func (c *Client) send(ctx context.Context, cl call, rawURL, key string, body []b
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: transportCause(err)}
+		o.sent = tr.wrote.Load()
+		if !tr.getConn.Load() && ctx.Err() == nil {
+			// The transport (or a RoundTripper around it) refused the
+			// request before looking for a connection: nothing was sent.
+			return o, &Error{Op: cl.op, Code: codeRefused, Message: "the transport refused the request",
+				Err: scrubErr(sc, transportCause(err))}
+		}
+		return o, &Error{Op: cl.op, Code: codeNoResponse, Message: "no response", Err: scrubErr(sc, transportCause(err))}
 	}
 	defer resp.Body.Close()
+	o.sent, o.status = true, resp.StatusCode
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := errorFromResponse(cl.op, resp)
-		e.redact(key)
-		return e
+		e, raw := errorFromResponse(cl.op, resp)
+		e.scrub(sc)
+		o.reqID, o.excerpt = e.RequestID, excerptOf(sc, raw)
+		return o, e
 	}
-	br := &bodyReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
-	err = unmarshalRead(br, env)
+	reqID := token(resp.Header.Get("X-Request-Id"), maxRequestIDLen, "")
+	o.reqID = reqID
+	br := &prefixReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
+	err = decodeAnswer(br, env)
 	if br.err != nil {
 		// The answer broke off (dropped connection, timeout, cancellation):
 		// no complete answer arrived, which is temporary, not malformed.
-		return &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
-			RequestID: resp.Header.Get("X-Request-Id"), Err: br.err}
+		return o, &Error{Op: cl.op, Code: codeNoResponse, Message: "answer cut short",
+			RequestID: reqID, Err: scrubErr(sc, br.err)}
 	}
 	if err == nil && !env.hasData() {
 		err = errors.New("answer has no data member")
 	}
 	if err != nil {
-		return &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
-			RequestID: resp.Header.Get("X-Request-Id"), Err: err}
+		o.excerpt = excerptOf(sc, br.head[:br.n])
+		return o, &Error{Op: cl.op, Status: resp.StatusCode, Code: codeBadResponse, Message: "malformed answer",
+			RequestID: reqID, Err: scrubErr(sc, err)}
 	}
 	// Drain what the decoder left so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	return nil
-}
-
-// bodyReader remembers a read error other than io.EOF, so a broken-off answer
-// can be told from a malformed one.
-type bodyReader struct {
-	r   io.Reader
-	err error
-}
-
-func (b *bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err != nil && err != io.EOF {
-		b.err = err
-	}
-	return n, err
+	return o, nil
 }
 
 // transportCause strips the request URL from a transport error: an error may
@@ -319,6 +495,87 @@ func transportCause(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// scrubbedError is an error whose text is scrubbed of the key and the
+// upstream's address (transport errors name the address they dialled,
+// decoding errors quote the answer); errors.Is and errors.As still see the
+// original.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrubErr returns err with its text scrubbed, or err when the text is clean.
+func scrubErr(sc scrubber, err error) error {
+	msg := err.Error()
+	clean := sc.text(msg, maxMessageLen, "[withheld]")
+	if clean == msg {
+		return err
+	}
+	return &scrubbedError{msg: clean, err: err}
+}
+
+// Ping reports whether the upstream answers: it sends one keyless GET of the
+// budgets list through the client's transport and base URL, which the
+// upstream refuses (401) before doing any work. Any answer below 500 means
+// the upstream is reachable and Ping returns nil; a 5xx answer or none at
+// all returns an *Error matching ErrUnavailable.
+//
+// Ping is meant for readiness checks, so it stands apart from calls: it
+// makes one attempt (no retry), needs no key, and passes neither the
+// circuit breakers (whose state is about callers' calls, and which a
+// readiness check must not trip or be stopped by) nor the in-flight bound.
+// The observer sees it as operation "ping"; the logger does not (the
+// readiness check reports its own failures).
+func (c *Client) Ping(ctx context.Context) error {
+	const op, route = OpPing, "/v1/budgets"
+	sc := newScrubber("", c.base.Host)
+	info := Attempt{Op: op, Method: http.MethodGet, Route: route, Number: 1}
+	reqCtx, done := ctx, func(AttemptResult) {}
+	if c.observer != nil {
+		var d func(AttemptResult)
+		if reqCtx, d = c.observer(keylessContext{ctx}, info); d != nil {
+			done = d
+		}
+		if reqCtx == nil {
+			reqCtx = ctx
+		}
+	}
+	start := time.Now()
+	o, err := c.ping(reqCtx, sc)
+	o.class = classify(ctx, err, &o)
+	done(AttemptResult{Attempt: info, Status: o.status, RequestID: o.reqID, Class: o.class, Sent: o.sent,
+		Duration: time.Since(start)})
+	return err
+}
+
+func (c *Client) ping(ctx context.Context, sc scrubber) (outcome, error) {
+	const op = OpPing
+	var o outcome
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.String()+"/v1/budgets", nil)
+	if err != nil {
+		return o, &Error{Op: op, Code: codeRefused, Message: "build request", Err: scrubErr(sc, err)}
+	}
+	req.Body = emptyBody{}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return o, &Error{Op: op, Code: codeNoResponse, Message: "no response", Err: scrubErr(sc, transportCause(err))}
+	}
+	defer resp.Body.Close()
+	o.sent, o.status = true, resp.StatusCode
+	o.reqID = token(resp.Header.Get("X-Request-Id"), maxRequestIDLen, "")
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 500 {
+		return o, &Error{Op: op, Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode),
+			Message: statusText(resp.StatusCode), RequestID: o.reqID}
+	}
+	return o, nil
 }
 
 // RetryPolicy says how often and how patiently a call is repeated after a

@@ -28,7 +28,7 @@ func FuzzErrorFromResponse(f *testing.F) {
 		if retryAfter != "" {
 			resp.Header.Set("Retry-After", retryAfter)
 		}
-		e := errorFromResponse("getBudget", resp)
+		e, _ := errorFromResponse("getBudget", resp)
 		if e == nil || e.Status != status || e.Code == "" || e.Message == "" {
 			t.Fatalf("errorFromResponse = %+v", e)
 		}

@@ -21,7 +21,11 @@ var (
 	// example an Idempotency-Key over 64 characters) or answered 400, 413, 415
 	// or another 4xx that has no sentinel of its own (405, 422, …).
 	ErrInvalidRequest = errors.New("upstream: invalid request")
-	// ErrUnauthorized matches 401 answers.
+	// ErrUnauthorized matches 401 answers, and a bearer key refused before
+	// sending because no upstream could accept it (code malformed_api_key:
+	// empty after trimming, too long, or holding characters outside
+	// printable ASCII, spaces included). Either way the caller's credential
+	// is what is wrong, so both are answered alike.
 	ErrUnauthorized = errors.New("upstream: unauthorized")
 	// ErrForbidden matches 403 answers (missing scope or entitlement).
 	ErrForbidden = errors.New("upstream: forbidden")
@@ -95,7 +99,7 @@ func (e *Error) Is(target error) bool {
 		}
 		return (e.Status >= 400 && e.Status < 500) || e.Code == codeRefused
 	case ErrUnauthorized:
-		return e.Status == http.StatusUnauthorized
+		return e.Status == http.StatusUnauthorized || e.Code == codeMalformedKey
 	case ErrForbidden:
 		return e.Status == http.StatusForbidden
 	case ErrNotFound:
@@ -105,7 +109,7 @@ func (e *Error) Is(target error) bool {
 	case ErrRateLimited:
 		return e.Status == http.StatusTooManyRequests
 	case ErrUnavailable:
-		return e.Status >= 500 || (e.Status == 0 && e.Code != codeRefused)
+		return e.Status >= 500 || (e.Status == 0 && e.Code != codeRefused && e.Code != codeMalformedKey)
 	case ErrBadResponse:
 		return e.Code == codeBadResponse || (e.Status >= 100 && e.Status < 200) || (e.Status >= 300 && e.Status < 400)
 	}
@@ -118,22 +122,23 @@ func (e *Error) Temporary() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status >= 500 || (e.Status == 0 && e.Code == codeNoResponse)
 }
 
-// redact removes the bearer key from what the upstream said: an upstream
-// that echoes the key must not carry it into our errors and logs.
-func (e *Error) redact(key string) {
-	if key == "" {
-		return
-	}
-	for _, s := range []*string{&e.Code, &e.Message, &e.RequestID} {
-		*s = strings.ReplaceAll(*s, key, "[redacted]")
-	}
+// scrub keeps of what the upstream said only what may travel: the
+// message of the contract's envelope without the key, the upstream's
+// address, URLs or header echoes, at most maxMessageLen bytes; a code and a
+// request id only when they are short tokens. A message that cannot be
+// cleaned gives way to the status text.
+func (e *Error) scrub(s scrubber) {
+	e.Message = s.text(e.Message, maxMessageLen, statusText(e.Status))
+	e.Code = token(s.text(e.Code, 64, ""), 64, "http_"+strconv.Itoa(e.Status))
+	e.RequestID = token(s.text(e.RequestID, maxRequestIDLen, ""), maxRequestIDLen, "")
 }
 
 // Codes the client itself assigns when the answer carried none.
 const (
-	codeRefused     = "request_refused" // refused before sending
-	codeNoResponse  = "no_response"     // transport failure
-	codeBadResponse = "malformed_response"
+	codeRefused      = "request_refused"   // refused before sending
+	codeMalformedKey = "malformed_api_key" // the bearer key cannot be sent
+	codeNoResponse   = "no_response"       // transport failure
+	codeBadResponse  = "malformed_response"
 )
 
 // maxErrorBody caps how much of an error answer is read: enough for any
@@ -142,8 +147,10 @@ const (
 const maxErrorBody = 64 << 10
 
 // errorFromResponse turns a non-2xx answer into an *Error. It reads at most
-// maxErrorBody bytes and never keeps the body itself.
-func errorFromResponse(op string, resp *http.Response) *Error {
+// maxErrorBody bytes and never keeps the body in the error; it returns what
+// it read, for a log line's excerpt. What the answer says is taken as is:
+// the caller scrubs it.
+func errorFromResponse(op string, resp *http.Response) (*Error, []byte) {
 	e := &Error{
 		Op:         op,
 		Status:     resp.StatusCode,
@@ -167,11 +174,11 @@ func errorFromResponse(op string, resp *http.Response) *Error {
 		if env.Error.RequestID != "" {
 			e.RequestID = env.Error.RequestID
 		}
-		return e
+		return e, body
 	}
 	e.Code = "http_" + strconv.Itoa(resp.StatusCode)
 	e.Message = statusText(resp.StatusCode) + " (the answer carried no error envelope)"
-	return e
+	return e, body
 }
 
 // statusText is http.StatusText, or a fallback for a status it does not know.

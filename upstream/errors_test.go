@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -530,6 +531,19 @@ func TestErrorsNeverCarryKeyOrURL(t *testing.T) {
 			_, err := c.Budgets.List(ctx, nil)
 			return err
 		}, want: upstream.ErrBadResponse},
+		{name: "malformed bearer key", handler: ok, call: func(ctx context.Context, c *upstream.Client) error {
+			return get(upstream.WithAPIKey(ctx, testKey+"\nX-Injected: 1"), c)
+		}, want: upstream.ErrUnauthorized},
+		{name: "required member missing", handler: handler(answer(200, `{"data":{"plannings":[{"id":"`+testKey+`"}]}}`)),
+			call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.Planning(ctx, "bud_1")
+				return err
+			}, want: upstream.ErrBadResponse},
+		{name: "member of the wrong kind", handler: handler(answer(200, `{"data":{"plannings":"`+testKey+` http://127.0.0.1:1/v1"}}`)),
+			call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.Planning(ctx, "bud_1")
+				return err
+			}, want: upstream.ErrBadResponse},
 		{name: "key is the id", handler: handler(answer(404, envelope("not_found", "no budget "+testKey, "r3"))), call: func(ctx context.Context, c *upstream.Client) error {
 			_, err := c.Budgets.Get(ctx, "x")
 			return err
@@ -552,12 +566,76 @@ func TestErrorsNeverCarryKeyOrURL(t *testing.T) {
 			if strings.Contains(s, testKey) {
 				t.Errorf("error string carries the key: %q", s)
 			}
-			for _, u := range []string{base, f.srv.URL, strings.TrimPrefix(base, "http://") + "/v1"} {
+			for _, u := range []string{base, f.srv.URL, strings.TrimPrefix(base, "http://") + "/v1",
+				strings.TrimPrefix(f.srv.URL, "http://"), strings.TrimPrefix(closed.srv.URL, "http://")} {
 				if strings.Contains(s, u) {
-					t.Errorf("error string carries the URL %q: %q", u, s)
+					t.Errorf("error string carries the URL or host %q: %q", u, s)
+				}
+			}
+			var ue *upstream.Error
+			if errors.As(err, &ue) {
+				for _, part := range []string{ue.Message, ue.Code, ue.RequestID} {
+					if strings.Contains(part, testKey) || strings.Contains(part, "127.0.0.1") {
+						t.Errorf("*Error field %q carries the key or the host", part)
+					}
 				}
 			}
 		})
+	}
+}
+
+// An upstream that echoes its own URL, its host, the request's headers and
+// the key in a 4xx answer: what reaches the caller (the envelope's message,
+// code and request id, which the gateway shows) carries none of them.
+func TestUpstreamMessagesNeverLeak(t *testing.T) {
+	t.Parallel()
+	echo := func(r *http.Request, host string) []string {
+		var hdr []string
+		for k, v := range r.Header {
+			hdr = append(hdr, k+": "+strings.Join(v, ","))
+		}
+		full := "http://" + host + r.URL.RequestURI()
+		return []string{
+			"no budget at " + full,
+			"request was:\r\n" + strings.Join(hdr, "\r\n"),
+			"Authorization: " + r.Header.Get("Authorization"),
+			"key " + strings.ToUpper(testKey) + " is not valid here",
+			"bearer=" + testKey,
+			"upstream " + host + " (" + strings.Split(host, ":")[0] + ") refused; see https://docs.internal.example/errors#x",
+			"host header was Host: " + host + "; user-agent=" + r.Header.Get("User-Agent"),
+			strings.Repeat("long message ", 200),
+		}
+	}
+	for i := range len(echo(&http.Request{Header: http.Header{}, URL: &url.URL{}}, "")) {
+		for _, status := range []int{400, 401, 403, 404, 409, 422} {
+			t.Run(fmt.Sprintf("%d/%d", status, i), func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+					msg := echo(r, r.Host)[i]
+					writeJSON(w, status, envelope("code "+r.Host, msg, "req "+testKey+" "+r.Host))
+				})
+				host := strings.TrimPrefix(f.srv.URL, "http://")
+				c := newTestClient(t, f.URL, upstream.WithRetry(noRetry))
+				_, err := c.Budgets.Get(keyCtx(t), "bud_1")
+				var ue *upstream.Error
+				if !errors.As(err, &ue) || ue.Status != status {
+					t.Fatalf("err = %v, want the %d", err, status)
+				}
+				hostname := strings.Split(host, ":")[0]
+				for name, v := range map[string]string{"Message": ue.Message, "Code": ue.Code, "RequestID": ue.RequestID, "Error()": err.Error()} {
+					lv := strings.ToLower(v)
+					for _, bad := range []string{strings.ToLower(testKey), host, hostname, "://", "internal.example",
+						"authorization", "user-agent", "costgw-upstream", "\r", "\n"} {
+						if strings.Contains(lv, bad) {
+							t.Errorf("%s carries %q: %q", name, bad, v)
+						}
+					}
+				}
+				if len(ue.Message) > 300 || ue.Message == "" {
+					t.Errorf("Message is %d bytes, want 1–300: %q", len(ue.Message), ue.Message)
+				}
+			})
+		}
 	}
 }
 

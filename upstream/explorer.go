@@ -7,40 +7,40 @@ type ExplorerService struct{ c *Client }
 
 // explorerCall is a POST Explorer query; it reads only, so it may be retried.
 func explorerCall(op, path string, q *ExplorerQuery) call {
-	return call{op: op, method: "POST", path: path, body: q, safe: true}
+	return call{op: op, method: "POST", route: path, path: path, body: q, safe: true}
 }
 
 // Summary calls explorerSummary: POST /v1/explorer/summary.
 func (s *ExplorerService) Summary(ctx context.Context, q *ExplorerQuery) (*ExplorerSummary, error) {
-	v, _, err := do[ExplorerSummary](ctx, s.c, explorerCall("explorerSummary", "/v1/explorer/summary", q))
+	v, _, err := do[ExplorerSummary](ctx, s.c, explorerCall(OpExplorerSummary, "/v1/explorer/summary", q))
 	return v, err
 }
 
 // PreviousPeriod calls explorerPreviousPeriod: POST /v1/explorer/previous-period.
 func (s *ExplorerService) PreviousPeriod(ctx context.Context, q *ExplorerQuery) (*ExplorerPreviousPeriod, error) {
-	v, _, err := do[ExplorerPreviousPeriod](ctx, s.c, explorerCall("explorerPreviousPeriod", "/v1/explorer/previous-period", q))
+	v, _, err := do[ExplorerPreviousPeriod](ctx, s.c, explorerCall(OpExplorerPreviousPeriod, "/v1/explorer/previous-period", q))
 	return v, err
 }
 
 // History calls explorerHistory: POST /v1/explorer/history.
 func (s *ExplorerService) History(ctx context.Context, q *ExplorerQuery) (*ExplorerHistory, error) {
-	v, _, err := do[ExplorerHistory](ctx, s.c, explorerCall("explorerHistory", "/v1/explorer/history", q))
+	v, _, err := do[ExplorerHistory](ctx, s.c, explorerCall(OpExplorerHistory, "/v1/explorer/history", q))
 	return v, err
 }
 
 // Heatmap calls explorerHeatmap: POST /v1/explorer/heatmap.
 func (s *ExplorerService) Heatmap(ctx context.Context, q *ExplorerQuery) (*ExplorerHeatmap, error) {
-	v, _, err := do[ExplorerHeatmap](ctx, s.c, explorerCall("explorerHeatmap", "/v1/explorer/heatmap", q))
+	v, _, err := do[ExplorerHeatmap](ctx, s.c, explorerCall(OpExplorerHeatmap, "/v1/explorer/heatmap", q))
 	return v, err
 }
 
 // DimensionValues calls explorerDimensionValues: GET /v1/explorer/dimensions/{key}/values.
 func (s *ExplorerService) DimensionValues(ctx context.Context, key string) (*DimensionValues, error) {
-	const op = "explorerDimensionValues"
+	const op = OpExplorerDimensionValues
 	k, err := pathID(op, key)
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[DimensionValues](ctx, s.c, call{op: op, method: "GET", path: "/v1/explorer/dimensions/" + k + "/values", safe: true})
+	v, _, err := do[DimensionValues](ctx, s.c, call{op: op, method: "GET", route: "/v1/explorer/dimensions/{key}/values", path: "/v1/explorer/dimensions/" + k + "/values", safe: true})
 	return v, err
 }

@@ -85,9 +85,9 @@ func TestParseRetryAfter(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	t.Parallel()
-	e := &Error{Code: "bad_k", Message: "key k-123 and k-123", RequestID: "k-123"}
-	e.redact("k-123")
-	if e.Code != "bad_k" || e.Message != "key [redacted] and [redacted]" || e.RequestID != "[redacted]" {
-		t.Errorf("after redact: %+v", e)
+	e := &Error{Status: 401, Code: "bad_k", Message: "key k-123 and k-123", RequestID: "k-123"}
+	e.scrub(newScrubber("k-123", "example.com"))
+	if e.Code != "bad_k" || e.Message != "key [redacted] and [redacted]" || e.RequestID != "" {
+		t.Errorf("after scrub: %+v", e)
 	}
 }

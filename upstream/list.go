@@ -14,7 +14,7 @@ const MaxPageSize = 200
 // listCall builds the call of a list operation; options outside the
 // contract's limits are refused before sending.
 func listCall(op, path string, opts *ListOptions) (call, error) {
-	cl := call{op: op, method: "GET", path: path, safe: true}
+	cl := call{op: op, method: "GET", route: path, path: path, safe: true}
 	if opts == nil {
 		return cl, nil
 	}
@@ -49,34 +49,28 @@ func list[T any](ctx context.Context, c *Client, op, path string, opts *ListOpti
 }
 
 // all walks every page of a list, pageSize records at a time (0: the
-// upstream's default). It stops at the first error, which it yields.
+// upstream's default), with a PageWalk and no bound: the consumer decides
+// how far to go. It stops at the first error, which it yields.
 func all[T any](ctx context.Context, op string, pageSize int, fetch func(context.Context, *ListOptions) (*Page[T], error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		opts := &ListOptions{Limit: pageSize}
-		seen := map[string]bool{}
+		w := NewPageWalk(op, fetch, "", 0)
 		for {
-			page, err := fetch(ctx, opts)
+			page, err := w.Next(ctx, pageSize)
+			if page != nil {
+				for _, v := range page.Data {
+					if !yield(v, nil) {
+						return
+					}
+				}
+			}
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			for _, v := range page.Data {
-				if !yield(v, nil) {
-					return
-				}
-			}
-			next := page.Pagination.NextCursor
-			if !page.Pagination.HasMore || next == nil {
+			if page == nil {
 				return
 			}
-			// A cursor seen before would loop forever; a broken upstream must not hang us.
-			if *next == "" || seen[*next] {
-				yield(zero, &Error{Op: op, Status: 200, Code: codeBadResponse, Message: "pagination cursor repeats"})
-				return
-			}
-			seen[*next] = true
-			opts = &ListOptions{Limit: pageSize, Cursor: *next}
 		}
 	}
 }

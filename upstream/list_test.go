@@ -42,7 +42,9 @@ func listers() []lister {
 	return []lister{
 		{
 			name: "Recommendations", path: "/v1/recommendations",
-			item: func(i int) string { return fmt.Sprintf(`{"recommendation_id":"id-%d","extra_%d":true}`, i, i) },
+			item: func(i int) string {
+				return withID(recommendationJSON, `"recommendation_id":"rec-ec2-rightsize-001"`, fmt.Sprintf(`"recommendation_id":"id-%d","extra_%d":true`, i, i))
+			},
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
 				p, err := c.Recommendations.List(ctx, o)
 				if err != nil {
@@ -56,7 +58,9 @@ func listers() []lister {
 		},
 		{
 			name: "Anomalies", path: "/v1/anomalies",
-			item: func(i int) string { return fmt.Sprintf(`{"anomaly_id":"id-%d","start_date":"2026-07-10"}`, i) },
+			item: func(i int) string {
+				return withID(anomalyJSON, `"anomaly_id":"anom-ec2-spike-001"`, fmt.Sprintf(`"anomaly_id":"id-%d"`, i))
+			},
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
 				p, err := c.Anomalies.List(ctx, o)
 				if err != nil {
@@ -70,7 +74,7 @@ func listers() []lister {
 		},
 		{
 			name: "Budgets", path: "/v1/budgets",
-			item: func(i int) string { return fmt.Sprintf(`{"id":"id-%d","startDate":"2026-01-01"}`, i) },
+			item: func(i int) string { return withID(budgetJSON, `"id":"bud_1"`, fmt.Sprintf(`"id":"id-%d"`, i)) },
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
 				p, err := c.Budgets.List(ctx, o)
 				if err != nil {
@@ -84,7 +88,9 @@ func listers() []lister {
 		},
 		{
 			name: "Notifications", path: "/v1/notifications/scheduled",
-			item: func(i int) string { return fmt.Sprintf(`{"id":"id-%d","scheduledAt":"2026-07-20T18:00:00.000Z"}`, i) },
+			item: func(i int) string {
+				return withID(notificationJSON, `"id":"clxnotif01"`, fmt.Sprintf(`"id":"id-%d"`, i))
+			},
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
 				p, err := c.Notifications.ListScheduled(ctx, o)
 				if err != nil {
@@ -97,6 +103,14 @@ func listers() []lister {
 			},
 		},
 	}
+}
+
+// withID returns a complete record fixture with its id member replaced.
+func withID(fixture, idMember, replacement string) string {
+	if !strings.Contains(fixture, idMember) {
+		panic("fixture has no " + idMember)
+	}
+	return strings.Replace(fixture, idMember, replacement, 1)
 }
 
 const emptyPage = `{"data":[],"pagination":{"limit":50,"has_more":false,"next_cursor":null}}`

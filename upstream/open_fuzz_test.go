@@ -2,42 +2,196 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
 )
 
-// FuzzExtraMembers checks the top-level scan of splitOpen against decoding
-// the whole object into a map: for every valid JSON object they find the
-// same extra members with the same raw values.
+// The fuzz targets below hold the one-pass decoders to the decoding they
+// replaced: the JSON v2 engine with encoding/json's semantics, over plain
+// structs. Whatever the reference decodes, they decode to the same values,
+// unless a required member is missing or null, which they refuse; whatever
+// the reference refuses, they refuse.
+
+// checkAgainst compares one decoding with the reference's: err and want
+// are theirs, got and refErr the reference's.
+func checkAgainst(t *testing.T, data []byte, err, refErr error, want, got any) {
+	t.Helper()
+	switch {
+	case err == nil && refErr != nil:
+		t.Fatalf("decoded %q, which the reference refuses: %v", data, refErr)
+	case err != nil && refErr == nil:
+		var me *memberError
+		if !errors.As(err, &me) || (me.what != "is missing" && me.what != "is null") {
+			t.Fatalf("refused %q, which the reference decodes, with %v", data, err)
+		}
+	case err == nil:
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("decoding %q (-reference +one pass):\n%s", data, diff)
+		}
+	}
+}
+
+// FuzzExtraMembers checks the open objects: for every JSON input, a
+// Recommendation and an Anomaly hold what the reference decodes into their
+// known fields, and in Extra exactly the members of the object (the last of
+// a repeated name) that match no known field, even without regard to case.
 func FuzzExtraMembers(f *testing.F) {
 	for _, s := range []string{
 		`{}`, ` { "a" : 1 , "b":"x" } `, `{"recommendation_id":"r","extra":{"n":[1,{"x":"}"}]}}`,
 		`{"a\u0062":true,"a":null,"a":[ ]}`, `{"q":"\"{[","n":-1.5e3,"t":false}`,
 		`{"anomaly_id":"a","tags":["x"],"root_cause":{"service":"EC2"}}`,
+		`{"recommendation_id":"rec-1","recommendation_name":"Rightsize","estimated_monthly_savings":842.5,` +
+			`"implementation_effort":"Low","category":"Compute","action_type":"Rightsize","account_name":"Production",` +
+			`"region":"us-east-1","resource_id":"i-0abc","Region":"eu","x":1}`,
+		`{"anomaly_id":"anom-1","service":"EC2","start_date":"2026-07-10","end_date":"2026-07-12","score_current":0.92,` +
+			`"score_max":0.95,"impact_max":1240.5,"impact_total":2481,"impact_pct":42.3,"impact_actual_spend":4200,` +
+			`"impact_expected_spend":1718.5,"dimension_value":"us-east-1","detection_source":"aws","ANOMALY_ID":"b","\xff":2}`,
+		`{"score_max":1e400}`, `{"start_date":"2026-02-30"}`, `null`, `[]`, `{"service":null}`,
+		`{"recommendation_id":"r","recommendation_name":"n","estimated_monthly_savings":1,"implementation_effort":"e",` +
+			`"category":"c","action_type":"a","account_name":"x","region":"r","resource_id":"i","` + "\xff" + `":2,"b\u00e9":3}`,
 	} {
 		f.Add([]byte(s))
 	}
-	names := jsonNames("a", "recommendation_id", "anomaly_id")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var all map[string]json.RawMessage
-		if json.Unmarshal(data, &all) != nil || all == nil {
-			return // splitOpen only scans what decoded as an object
+		allErr := jsonv2.Unmarshal(data, &all, v1Semantics)
+
+		var r Recommendation
+		err := jsonv2.Unmarshal(data, &r, v1Semantics)
+		var ref recommendationFields
+		refErr := jsonv2.Unmarshal(data, &ref, v1Semantics)
+		if refErr == nil && (allErr != nil || all == nil) {
+			refErr = errors.New("not an object")
 		}
-		for k := range all {
-			if names[k] {
-				delete(all, k)
+		want := Recommendation(ref)
+		want.Extra = unknown(all, recommendationRecord.fields)
+		checkAgainst(t, data, err, refErr, want, r)
+
+		var a Anomaly
+		err = jsonv2.Unmarshal(data, &a, v1Semantics)
+		var refA anomalyFields
+		refErr = jsonv2.Unmarshal(data, &refA, v1Semantics)
+		if refErr == nil && (allErr != nil || all == nil) {
+			refErr = errors.New("not an object")
+		}
+		wantA := Anomaly(refA)
+		wantA.Extra = unknown(all, anomalyRecord.fields)
+		checkAgainst(t, data, err, refErr, wantA, a)
+	})
+}
+
+// unknown returns the members of all whose names match none of fields.
+func unknown[T any](all map[string]json.RawMessage, fields []field[T]) map[string]json.RawMessage {
+	var out map[string]json.RawMessage
+	for k, v := range all {
+		known := false
+		for _, f := range fields {
+			known = known || strings.EqualFold(f.name, k)
+		}
+		if !known {
+			if out == nil {
+				out = map[string]json.RawMessage{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Reference types: the contract's budget records as plain structs, decoded
+// by reflection with no method of the client's in the way.
+type (
+	refBudget struct {
+		ID                  string          `json:"id"`
+		Name                string          `json:"name"`
+		TargetType          string          `json:"targetType"`
+		Period              string          `json:"period"`
+		Status              string          `json:"status"`
+		NumberOfPeriods     int             `json:"numberOfPeriods"`
+		StartDate           Date            `json:"startDate"`
+		EndDate             Date            `json:"endDate"`
+		LookbackPeriod      *int            `json:"lookbackPeriod"`
+		BudgetType          json.RawMessage `json:"budgetType"`
+		StartingValue       json.RawMessage `json:"startingValue"`
+		CustomStartingValue json.RawMessage `json:"customStartingValue"`
+		GrowthRate          json.RawMessage `json:"growthRate"`
+		NormalizationPeriod bool            `json:"normalizationPeriod"`
+		OrganizationID      string          `json:"organizationId"`
+		ServiceClientID     int64           `json:"serviceClientId"`
+		CreatorID           string          `json:"creatorId"`
+		ExplorerReportID    string          `json:"explorerReportId"`
+		CreatedAt           Timestamp       `json:"createdAt"`
+		UpdatedAt           Timestamp       `json:"updatedAt"`
+		ExplorerReport      *struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"explorerReport"`
+		Creator *struct {
+			ID        string `json:"id"`
+			FirstName string `json:"firstName"`
+			LastName  string `json:"lastName"`
+			Email     string `json:"email"`
+		} `json:"creator"`
+		Plannings []refPlanning `json:"plannings"`
+	}
+	refPlanning struct {
+		ID            string             `json:"id"`
+		BudgetID      string             `json:"budgetId"`
+		Dimension1    string             `json:"dimension1"`
+		Dimension2    string             `json:"dimension2"`
+		PreviousMonth float64            `json:"previousMonth"`
+		AvgLookback   float64            `json:"avgLookback"`
+		PercentGrowth float64            `json:"percentGrowth"`
+		PercentSpend  *float64           `json:"percentSpend"`
+		TargetItems   map[string]float64 `json:"targetItems"`
+		TargetType    string             `json:"targetType"`
+		CreatedAt     Timestamp          `json:"createdAt"`
+	}
+)
+
+// FuzzDecodeBudget checks the budget decoder, the largest table with every
+// kind of member (dates, timestamps, raw JSON, nullable numbers, nested
+// records and lists, maps of amounts), against the reference.
+func FuzzDecodeBudget(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"bud_1","name":"Q1","targetType":"BUDGET","period":"MONTHLY","status":"ACTIVE","numberOfPeriods":12,` +
+			`"startDate":"2026-01-01","endDate":"2026-12-01","lookbackPeriod":null,"budgetType":null,"startingValue":null,` +
+			`"customStartingValue":null,"growthRate":5,"normalizationPeriod":true,"organizationId":"org-1","serviceClientId":1001,` +
+			`"creatorId":"usr_1","explorerReportId":"rpt_1","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-03T03:04:05.678Z",` +
+			`"explorerReport":{"id":"rpt_1","name":"AWS"},"creator":{"id":"usr_1","firstName":"F","lastName":"A","email":"f@example.com"},` +
+			`"plannings":[{"id":"p","budgetId":"bud_1","dimension1":"d","dimension2":"","previousMonth":1.5,"avgLookback":1,` +
+			`"percentGrowth":5,"percentSpend":null,"targetItems":{"a":1,"b":null,"a":2},"targetType":"PLANNING_ITEM",` +
+			`"createdAt":"2026-01-02T03:04:05Z"}]}`,
+		`{"NAME":"x","name":"y","numberOfPeriods":1.5}`, `{"serviceClientId":9223372036854775808}`,
+		`{"lookbackPeriod":"3"}`, `{"plannings":[null]}`, `{"explorerReport":null,"creator":{}}`,
+		`{"createdAt":"2026-01-02T03:04:05+02:00"}`, `{"startDate":"2026-1-1"}`, `{"growthRate":{"a":[1, 2]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b Budget
+		err := jsonv2.Unmarshal(data, &b, v1Semantics)
+		var ref refBudget
+		refErr := jsonv2.Unmarshal(data, &ref, v1Semantics)
+		if refErr == nil && string(data) != "null" {
+			for _, p := range ref.Plannings {
+				if p.ID == "" && p.TargetItems == nil && p.CreatedAt.IsZero() {
+					refErr = errors.New("maybe a null planning row") // refused by the one-pass decoder
+				}
 			}
 		}
-		if len(all) == 0 {
-			all = nil
+		if err != nil || refErr != nil {
+			checkAgainst(t, data, err, refErr, nil, nil)
+			return
 		}
-		got, err := extraMembers(data, names)
-		if err != nil {
-			t.Fatalf("extraMembers(%q): %v", data, err)
-		}
-		if diff := cmp.Diff(all, got); diff != "" {
-			t.Fatalf("extraMembers(%q) (-decoded +scanned):\n%s", data, diff)
+		got, _ := json.Marshal(b)
+		want, _ := json.Marshal(ref)
+		if string(got) != string(want) {
+			t.Fatalf("decoding %q:\nreference %s\none pass  %s", data, want, got)
 		}
 	})
 }

@@ -2,8 +2,10 @@ package upstream_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,5 +120,117 @@ func TestMaxInFlightBoundsConcurrentCalls(t *testing.T) {
 	wg.Wait()
 	if p := peak.Load(); p != 2 {
 		t.Fatalf("peak concurrent calls = %d, want 2", p)
+	}
+}
+
+// perKey answers 503 to the keys in failing and a planning grid to others,
+// and counts requests per key.
+func perKey(t *testing.T, failing ...string) (*httptest.Server, *sync.Map) {
+	t.Helper()
+	var hits sync.Map // key → *atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		n, _ := hits.LoadOrStore(key, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		for _, k := range failing {
+			if k == key {
+				writeJSON(w, http.StatusServiceUnavailable, envelope("service_unavailable", "down", "r"))
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, `{"data":{"plannings":[]}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+func hitsOf(m *sync.Map, key string) int64 {
+	n, ok := m.Load(key)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
+
+// One caller whose calls all fail opens its own breaker, never the others':
+// before, one breaker per host counted every caller's failures.
+func TestOneCallerCannotOpenTheBreakerForOthers(t *testing.T) {
+	t.Parallel()
+	srv, hits := perKey(t, "failing-key")
+	c := newTestClient(t, srv.URL,
+		upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}),
+		upstream.WithCircuitBreaker(upstream.BreakerSettings{MinRequests: 4, FailureRatio: 0.5, Window: time.Minute, OpenFor: time.Minute}))
+	for range 30 {
+		_, _ = c.Budgets.Planning(as(t, "failing-key"), "b")
+	}
+	_, err := c.Budgets.Planning(as(t, "failing-key"), "b")
+	if codeOf(err) != "circuit_open" || !errors.Is(err, upstream.ErrUnavailable) {
+		t.Fatalf("the failing caller after 31 failures: %v, want its own breaker open", err)
+	}
+	if n := hitsOf(hits, "failing-key"); n != 4 {
+		t.Errorf("the failing caller reached the upstream %d times, want 4 (then its breaker opened)", n)
+	}
+	for _, key := range []string{"other-1", "other-2"} {
+		for range 5 {
+			if _, err := c.Budgets.Planning(as(t, key), "b"); err != nil {
+				t.Fatalf("%s: %v, want success: another caller's failures must not stop it", key, err)
+			}
+		}
+	}
+}
+
+// The upstream failing for several callers opens the breaker of the host:
+// then a caller that has seen no failure of its own is spared the calls too.
+func TestHostBreakerTripsOnFailuresOfSeveralCallers(t *testing.T) {
+	t.Parallel()
+	srv, hits := perKey(t, "a", "b", "c", "d")
+	c := newTestClient(t, srv.URL,
+		upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}),
+		upstream.WithCircuitBreaker(upstream.BreakerSettings{MinRequests: 6, FailureRatio: 0.5, Window: time.Minute, OpenFor: 50 * time.Millisecond, MinCallers: 3}))
+	// Two callers failing are not enough, however often they fail...
+	for range 3 {
+		for _, key := range []string{"a", "b"} {
+			_, _ = c.Budgets.Planning(as(t, key), "b")
+		}
+	}
+	if _, err := c.Budgets.Planning(as(t, "fresh-1"), "b"); err != nil {
+		t.Fatalf("after failures of two callers: %v, want success", err)
+	}
+	// ...a third one is.
+	_, _ = c.Budgets.Planning(as(t, "c"), "b")
+	_, err := c.Budgets.Planning(as(t, "fresh-2"), "b")
+	if codeOf(err) != "circuit_open" {
+		t.Fatalf("after failures of three callers: %v, want the host's breaker open", err)
+	}
+	if n := hitsOf(hits, "fresh-2"); n != 0 {
+		t.Errorf("a call through the open host breaker reached the upstream %d times", n)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if _, err := c.Budgets.Planning(as(t, "fresh-2"), "b"); err != nil {
+		t.Fatalf("after OpenFor, a probe should get through: %v", err)
+	}
+}
+
+// Per-caller breakers are kept in a bounded set: a flood of keys cannot grow
+// it, and a caller forgotten to make room starts afresh.
+func TestCallerBreakersAreBounded(t *testing.T) {
+	t.Parallel()
+	srv, _ := perKey(t, "failing-key")
+	c := newTestClient(t, srv.URL,
+		upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}),
+		upstream.WithCircuitBreaker(upstream.BreakerSettings{MinRequests: 2, FailureRatio: 0.5, Window: time.Minute, OpenFor: time.Minute, MaxCallers: 8}))
+	for range 3 {
+		_, _ = c.Budgets.Planning(as(t, "failing-key"), "b")
+	}
+	if _, err := c.Budgets.Planning(as(t, "failing-key"), "b"); codeOf(err) != "circuit_open" {
+		t.Fatalf("err = %v, want the caller's breaker open", err)
+	}
+	for i := range 100 {
+		if _, err := c.Budgets.Planning(as(t, fmt.Sprintf("flood-%d", i)), "b"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Budgets.Planning(as(t, "failing-key"), "b"); codeOf(err) != "x" && codeOf(err) != "service_unavailable" {
+		t.Errorf("err = %v: after 100 other callers, the failing caller's breaker should have been forgotten", err)
 	}
 }

@@ -3,11 +3,8 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Date is a calendar date, written YYYY-MM-DD on the wire.
@@ -144,58 +141,6 @@ func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &n.value)
 }
 
-// splitOpen decodes an open JSON object into known (a pointer to a struct
-// with json tags) and returns the members whose names known does not claim.
-func splitOpen(data []byte, known any, names map[string]bool) (map[string]json.RawMessage, error) {
-	if err := unmarshal(data, known); err != nil {
-		return nil, err
-	}
-	// Unmarshal has checked that data is valid JSON, and decoded an object
-	// or null: the extra members are found with a scan of its top level,
-	// rather than a second decode of every member into a map.
-	return extraMembers(data, names)
-}
-
-// extraMembers returns the members of the valid JSON object data whose
-// names are not in names, each with its value's raw JSON, or nil when there
-// are none. It walks the object's top level with a jsontext decoder rather
-// than decoding every member again into a map. A repeated name keeps its
-// last value, and names are read as encoding/json reads them, as decoding
-// would.
-func extraMembers(data []byte, names map[string]bool) (map[string]json.RawMessage, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	switch tok, err := dec.ReadToken(); {
-	case err != nil:
-		return nil, err
-	case tok.Kind() == 'n':
-		return nil, errors.New("open object is null")
-	case tok.Kind() != '{':
-		return nil, errors.New("open object is not an object")
-	}
-	var extra map[string]json.RawMessage
-	for dec.PeekKind() != '}' {
-		rawName, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		var name string
-		if err := json.Unmarshal(rawName, &name); err != nil {
-			return nil, err
-		}
-		val, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		if !names[name] {
-			if extra == nil {
-				extra = map[string]json.RawMessage{}
-			}
-			extra[name] = bytes.Clone(val)
-		}
-	}
-	return extra, nil
-}
-
 // joinOpen encodes known and adds the extra members; known members win.
 func joinOpen(known any, extra map[string]json.RawMessage) ([]byte, error) {
 	b, err := json.Marshal(known)
@@ -212,13 +157,4 @@ func joinOpen(known any, extra map[string]json.RawMessage) ([]byte, error) {
 		}
 	}
 	return json.Marshal(all)
-}
-
-// jsonNames lists the json names of a struct's fields, for splitOpen.
-func jsonNames(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
 }

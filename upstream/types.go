@@ -1,14 +1,15 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 )
 
-// Pagination is the pagination object of every list answer.
+// Pagination is the pagination object of every list answer. Decoding
+// requires has_more, the one member the walk depends on; limit, next_cursor
+// and total may be missing.
 type Pagination struct {
 	Limit      int     `json:"limit"`
 	HasMore    bool    `json:"has_more"`
@@ -31,7 +32,9 @@ type ListOptions struct {
 }
 
 // Recommendation is a cost optimization recommendation. It is an open object:
-// members beyond the contract's list are kept in Extra.
+// members beyond the contract's list are kept in Extra (a member whose name
+// matches a listed one but for case is that one, as encoding/json reads it).
+// Decoding requires every listed member.
 type Recommendation struct {
 	RecommendationID        string  `json:"recommendation_id"`
 	RecommendationName      string  `json:"recommendation_name"`
@@ -48,28 +51,14 @@ type Recommendation struct {
 
 type recommendationFields Recommendation
 
-var recommendationNames = jsonNames("recommendation_id", "recommendation_name", "estimated_monthly_savings",
-	"implementation_effort", "category", "action_type", "account_name", "region", "resource_id")
-
-// UnmarshalJSON keeps unknown members in Extra.
-func (r *Recommendation) UnmarshalJSON(b []byte) error {
-	var f recommendationFields
-	extra, err := splitOpen(b, &f, recommendationNames)
-	if err != nil {
-		return err
-	}
-	*r = Recommendation(f)
-	r.Extra = extra
-	return nil
-}
-
 // MarshalJSON writes the known members and Extra.
 func (r Recommendation) MarshalJSON() ([]byte, error) {
 	return joinOpen(recommendationFields(r), r.Extra)
 }
 
 // Anomaly is a detected cost anomaly. It is an open object: members beyond the
-// contract's list are kept in Extra.
+// contract's list are kept in Extra (a member whose name matches a listed
+// one but for case is that one). Decoding requires every listed member.
 type Anomaly struct {
 	AnomalyID           string  `json:"anomaly_id"`
 	Service             string  `json:"service"`
@@ -90,32 +79,17 @@ type Anomaly struct {
 
 type anomalyFields Anomaly
 
-var anomalyNames = jsonNames("anomaly_id", "service", "start_date", "end_date", "score_current", "score_max",
-	"impact_max", "impact_total", "impact_pct", "impact_actual_spend", "impact_expected_spend",
-	"dimension_value", "detection_source")
-
-// UnmarshalJSON keeps unknown members in Extra.
-func (a *Anomaly) UnmarshalJSON(b []byte) error {
-	var f anomalyFields
-	extra, err := splitOpen(b, &f, anomalyNames)
-	if err != nil {
-		return err
-	}
-	*a = Anomaly(f)
-	a.Extra = extra
-	return nil
-}
-
 // MarshalJSON writes the known members and Extra.
 func (a Anomaly) MarshalJSON() ([]byte, error) { return joinOpen(anomalyFields(a), a.Extra) }
 
-// ExplorerReport is the Explorer report a budget is based on.
+// ExplorerReport is the Explorer report a budget is based on. Decoding
+// requires both members.
 type ExplorerReport struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 }
 
-// User is the creator of a budget.
+// User is the creator of a budget. Decoding requires every member.
 type User struct {
 	ID        string `json:"id"`
 	FirstName string `json:"firstName"`
@@ -126,6 +100,14 @@ type User struct {
 // Budget is a budget record. The four fields whose types the contract does
 // not give (BudgetType, StartingValue, CustomStartingValue, GrowthRate) are
 // kept as raw JSON; JSON null arrives as the literal null.
+//
+// Decoding requires id, name, targetType, period, status, numberOfPeriods,
+// startDate, endDate, normalizationPeriod, organizationId, serviceClientId,
+// creatorId, explorerReportId, createdAt and updatedAt: a budget without
+// one is refused, not read as a zero value. The nullable members
+// (lookbackPeriod and the four above) and explorerReport, creator and
+// plannings may be missing; when present, the nested records require their
+// own members.
 type Budget struct {
 	ID                  string          `json:"id"`
 	Name                string          `json:"name"`
@@ -154,7 +136,8 @@ type Budget struct {
 	Plannings []Planning `json:"plannings"`
 }
 
-// Planning is a row of a budget's planning grid.
+// Planning is a row of a budget's planning grid. Decoding requires every
+// member but percentSpend (nullable); dimension2 may be empty, not missing.
 type Planning struct {
 	ID            string             `json:"id"`
 	BudgetID      string             `json:"budgetId"`
@@ -169,7 +152,8 @@ type Planning struct {
 	CreatedAt     Timestamp          `json:"createdAt"`
 }
 
-// BudgetMetrics are the totals the single-budget read adds.
+// BudgetMetrics are the totals the single-budget read adds. Decoding
+// requires all three.
 type BudgetMetrics struct {
 	TotalTarget float64 `json:"totalTarget"`
 	TotalActual float64 `json:"totalActual"`
@@ -178,62 +162,18 @@ type BudgetMetrics struct {
 
 // BudgetDetail is the answer of the single-budget read: the budget with its
 // metrics and dimensions.
+//
+// The contract says the read returns "{budget} with metrics and dimensions",
+// which upstreams read in three ways, all accepted: {budget, metrics,
+// dimensions}; {budget: {..., metrics, dimensions}}; and a bare budget with
+// metrics and dimensions among its members. When both the data object and
+// its budget carry metrics (or dimensions), they must agree, or the answer
+// is refused: the client cannot know which one is meant. Metrics (all three
+// numbers) and dimensions are required, wherever they are.
 type BudgetDetail struct {
 	Budget     Budget            `json:"budget"`
 	Metrics    BudgetMetrics     `json:"metrics"`
 	Dimensions []json.RawMessage `json:"dimensions"`
-}
-
-// UnmarshalJSON reads the contract's {budget, metrics, dimensions}; it also
-// accepts a bare budget object carrying metrics and dimensions, the other
-// reading of the contract's "{budget} with metrics and dimensions".
-func (d *BudgetDetail) UnmarshalJSON(b []byte) error {
-	if string(bytes.TrimSpace(b)) == "null" {
-		return fmt.Errorf("budget detail is null")
-	}
-	var w budgetDetailWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*d = w.detail()
-	return nil
-}
-
-// budgetDetailWire reads both forms of a BudgetDetail in one pass, with no
-// custom unmarshaler in the way: the wrapped budget lands in Wrapped, the
-// members of a bare one in the embedded Budget. The client decodes the
-// single-budget answer straight into it.
-type budgetDetailWire struct {
-	Budget
-	Wrapped    *Budget           `json:"budget"`
-	Metrics    BudgetMetrics     `json:"metrics"`
-	Dimensions []json.RawMessage `json:"dimensions"`
-}
-
-// detail returns the BudgetDetail the wire form holds.
-func (w *budgetDetailWire) detail() BudgetDetail {
-	b := w.Wrapped
-	if b == nil {
-		b = &w.Budget
-	}
-	return BudgetDetail{Budget: *b, Metrics: w.Metrics, Dimensions: w.Dimensions}
-}
-
-// budgetResult is the data of create and update: {budget}, or a bare budget.
-type budgetResult struct{ Budget Budget }
-
-func (r *budgetResult) UnmarshalJSON(b []byte) error {
-	var wrapped struct {
-		Budget *Budget `json:"budget"`
-	}
-	if err := json.Unmarshal(b, &wrapped); err != nil {
-		return err
-	}
-	if wrapped.Budget != nil {
-		r.Budget = *wrapped.Budget
-		return nil
-	}
-	return json.Unmarshal(b, &r.Budget)
 }
 
 // BudgetCreate is the body of createBudget. The contract names these fields
@@ -273,19 +213,25 @@ type BudgetUpdate struct {
 	NormalizationPeriod *bool           `json:"normalizationPeriod,omitempty"`
 }
 
-// DeleteResult is the answer of deleteBudget.
+// DeleteResult is the answer of deleteBudget. Decoding requires success.
 type DeleteResult struct {
 	Success bool `json:"success"`
+	// AlreadyDeleted is set, with Success, when the budget was found gone
+	// by a retry after an attempt whose answer was lost: the delete has
+	// happened, perhaps by that attempt (see BudgetsService.Delete). The
+	// upstream never sends it.
+	AlreadyDeleted bool `json:"-"`
 }
 
 // BudgetActuals are a budget's actual costs per period: per planning row
-// (planning id → period key → amount) and for the whole budget.
+// (planning id → period key → amount) and for the whole budget. Decoding
+// requires both maps.
 type BudgetActuals struct {
 	ActualsByPlanning      map[string]map[string]float64 `json:"actualsByPlanning"`
 	AccountActualsByPeriod map[string]float64            `json:"accountActualsByPeriod"`
 }
 
-// BudgetPlanning is a budget's planning grid.
+// BudgetPlanning is a budget's planning grid. Decoding requires plannings.
 type BudgetPlanning struct {
 	Plannings []Planning `json:"plannings"`
 }
@@ -299,7 +245,8 @@ type LookbackRequest struct {
 	NumberOfPeriods  int    `json:"numberOfPeriods,omitempty"`
 }
 
-// Lookback is the answer of both lookback operations.
+// Lookback is the answer of both lookback operations. Decoding requires
+// periods, and each period's periodKey and actual.
 type Lookback struct {
 	Periods []LookbackPeriod `json:"periods"`
 }
@@ -311,7 +258,11 @@ type LookbackPeriod struct {
 	Projected *float64 `json:"projected,omitempty"`
 }
 
-// ScheduledNotification is a scheduled notification delivery.
+// ScheduledNotification is a scheduled notification delivery. Decoding
+// requires id, recipientEmail, subject, scheduleType, scheduledAt,
+// recurrenceFrequency, recurrenceTimezone, recurrenceWeekday,
+// cronExpression, status, createdAt, updatedAt and includeAssistantAnalysis;
+// the nullable members may be missing.
 type ScheduledNotification struct {
 	ID                       string     `json:"id"`
 	RecipientEmail           string     `json:"recipientEmail"`
@@ -360,7 +311,8 @@ type DateRange struct {
 	End   Date `json:"end"`
 }
 
-// ExplorerSummary is the answer of explorerSummary.
+// ExplorerSummary is the answer of explorerSummary. Decoding requires every
+// member, and every member of each card.
 type ExplorerSummary struct {
 	Cards           []SummaryCard `json:"cards"`
 	ServedFromCache bool          `json:"servedFromCache"`
@@ -374,7 +326,8 @@ type SummaryCard struct {
 	PreviousValue float64 `json:"previousValue"`
 }
 
-// ExplorerPreviousPeriod is the answer of explorerPreviousPeriod.
+// ExplorerPreviousPeriod is the answer of explorerPreviousPeriod. Decoding
+// requires every member.
 type ExplorerPreviousPeriod struct {
 	CurrentTotal    float64 `json:"currentTotal"`
 	PreviousTotal   float64 `json:"previousTotal"`
@@ -382,7 +335,8 @@ type ExplorerPreviousPeriod struct {
 	ServedFromCache bool    `json:"servedFromCache"`
 }
 
-// ExplorerHistory is the answer of explorerHistory. Its rows have dynamic
+// ExplorerHistory is the answer of explorerHistory; decoding requires every
+// member (the columns of a row are read by HistoryRow). Its rows have dynamic
 // columns named by GroupBy and TimeColumn.
 type ExplorerHistory struct {
 	CostRows         []HistoryRow      `json:"costRows"`
@@ -433,7 +387,8 @@ func (r HistoryRow) Date(col string) (Date, error) {
 	return ParseDate(s)
 }
 
-// ExplorerHeatmap is the answer of explorerHeatmap.
+// ExplorerHeatmap is the answer of explorerHeatmap. Decoding requires every
+// member, and every member of each row.
 type ExplorerHeatmap struct {
 	Rows            []HeatmapRow `json:"rows"`
 	ServedFromCache bool         `json:"servedFromCache"`
@@ -446,7 +401,8 @@ type HeatmapRow struct {
 	Cost      float64 `json:"cost"`
 }
 
-// DimensionValues is the answer of explorerDimensionValues.
+// DimensionValues is the answer of explorerDimensionValues. Decoding
+// requires every member, and every member of each item.
 type DimensionValues struct {
 	Items           []DimensionValue `json:"items"`
 	Values          []string         `json:"values"`

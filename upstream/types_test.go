@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +110,7 @@ func TestOpenObjectsKeepExtraMembers(t *testing.T) {
 	}{
 		{
 			name: "recommendation with extras",
-			in:   `{"recommendation_id":"r1","estimated_monthly_savings":1.5,"new_field":"x","nested":{"a":[1,{"b":null}]},"flag":false}`,
+			in:   recommendationJSON[:len(recommendationJSON)-1] + `,"new_field":"x","nested":{"a":[1,{"b":null}]},"flag":false}`,
 			decode: func(b []byte) (any, map[string]json.RawMessage, error) {
 				var r upstream.Recommendation
 				err := json.Unmarshal(b, &r)
@@ -130,7 +131,7 @@ func TestOpenObjectsKeepExtraMembers(t *testing.T) {
 		},
 		{
 			name: "anomaly with extras",
-			in:   `{"anomaly_id":"a1","start_date":"2026-07-10","end_date":"2026-07-12","root_cause":{"service":"EC2"},"tags":["x"]}`,
+			in:   anomalyJSON[:len(anomalyJSON)-1] + `,"root_cause":{"service":"EC2"},"tags":["x"]}`,
 			decode: func(b []byte) (any, map[string]json.RawMessage, error) {
 				var a upstream.Anomaly
 				err := json.Unmarshal(b, &a)
@@ -341,10 +342,34 @@ func TestBudgetDetailShapes(t *testing.T) {
 			},
 		},
 		{
-			name: "bare budget alone",
-			in:   budgetJSON,
-			want: func(t *testing.T) upstream.BudgetDetail { return upstream.BudgetDetail{Budget: wantBudget(t)} },
+			name: "wrapped budget carrying metrics and dimensions",
+			in:   `{"budget":` + budgetJSON[:len(budgetJSON)-1] + `,"metrics":{"totalTarget":100,"totalActual":40,"variance":60},"dimensions":[{"name":"billing_account_name","values":["Production"]}]}}`,
+			want: func(t *testing.T) upstream.BudgetDetail {
+				return upstream.BudgetDetail{Budget: wantBudget(t), Metrics: metrics, Dimensions: dims}
+			},
 		},
+		{
+			name: "both placements, agreeing",
+			in: `{"budget":` + budgetJSON[:len(budgetJSON)-1] + `,"metrics":{"totalTarget":100,"totalActual":40,"variance":60},"dimensions":[{"name": "billing_account_name", "values": ["Production"]}]},` +
+				`"metrics":{"variance":60,"totalTarget":100,"totalActual":40},"dimensions":[{"name":"billing_account_name","values":["Production"]}]}`,
+			want: func(t *testing.T) upstream.BudgetDetail {
+				return upstream.BudgetDetail{Budget: wantBudget(t), Metrics: metrics, Dimensions: dims}
+			},
+		},
+		{name: "both placements, metrics disagreeing", wantErr: true,
+			in: `{"budget":` + budgetJSON[:len(budgetJSON)-1] + `,"metrics":{"totalTarget":100,"totalActual":40,"variance":60}},` +
+				`"metrics":{"totalTarget":100,"totalActual":41,"variance":59},"dimensions":[]}`},
+		{name: "both placements, dimensions disagreeing", wantErr: true,
+			in: `{"budget":` + budgetJSON[:len(budgetJSON)-1] + `,"dimensions":[{"name":"a"}]},` +
+				`"metrics":{"totalTarget":100,"totalActual":40,"variance":60},"dimensions":[{"name":"b"}]}`},
+		{name: "bare budget alone", in: budgetJSON, wantErr: true},
+		{name: "no dimensions anywhere", wantErr: true,
+			in: `{"budget":` + budgetJSON + `,"metrics":{"totalTarget":100,"totalActual":40,"variance":60}}`},
+		{name: "metrics without variance", wantErr: true,
+			in: `{"budget":` + budgetJSON + `,"metrics":{"totalTarget":100,"totalActual":40},"dimensions":[]}`},
+		{name: "wrapped budget without a name", wantErr: true,
+			in: `{"budget":` + strings.Replace(budgetJSON, `"name":"Q1 Cloud Budget",`, "", 1) + `,"metrics":{"totalTarget":100,"totalActual":40,"variance":60},"dimensions":[]}`},
+		{name: "no budget at all", in: `{"metrics":{"totalTarget":100,"totalActual":40,"variance":60},"dimensions":[]}`, wantErr: true},
 		{name: "null", in: `null`, wantErr: true},
 		{name: "budget of the wrong type", in: `{"budget":"bud_1"}`, wantErr: true},
 		{name: "array", in: `[]`, wantErr: true},

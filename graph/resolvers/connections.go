@@ -11,18 +11,20 @@ import (
 )
 
 // Connections: the name bound into their cursors, so one connection's
-// cursor is refused by another, and their GraphQL type.
+// cursor is refused by another, their GraphQL type, and the upstream list
+// operation they walk, which their errors name.
 var (
-	connBudgets         = connection{"budgets", "BudgetConnection"}
-	connRecommendations = connection{"recommendations", "RecommendationConnection"}
-	connAnomalies       = connection{"anomalies", "AnomalyConnection"}
-	connNotifications   = connection{"scheduledNotifications", "ScheduledNotificationConnection"}
+	connBudgets         = connection{"budgets", "BudgetConnection", upstream.OpListBudgets}
+	connRecommendations = connection{"recommendations", "RecommendationConnection", upstream.OpListRecommendations}
+	connAnomalies       = connection{"anomalies", "AnomalyConnection", upstream.OpListAnomalies}
+	connNotifications   = connection{"scheduledNotifications", "ScheduledNotificationConnection", upstream.OpListScheduledNotifications}
 )
 
 // connection names a connection field.
 type connection struct {
 	name string // the root field, bound into cursors
 	typ  string // the GraphQL type of the connection
+	op   string // the upstream list operation
 }
 
 // window is one page of a connection: the records, the cursor of each, and
@@ -45,6 +47,14 @@ type fetchPage[T any] func(context.Context, *upstream.ListOptions) (*upstream.Pa
 // upstream page with one more record skipped, or, for a page's last record,
 // to the next upstream page. So every edge cursor is valid as after, and
 // resuming from a page's end costs no refetch.
+//
+// The pages are walked by an upstream.PageWalk, which fails loudly (an
+// ErrBadResponse naming the operation) on pagination that would not end,
+// and fetches no more than the pages the operation's cost estimate charged
+// for it (cost.Pages). When an upstream answers short
+// pages (fewer records than asked, has_more true) and the bound is reached,
+// page returns the records it has with hasNextPage true: a valid Relay
+// page, whose endCursor goes on where the walk stopped.
 func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first *int, after *string, fetch fetchPage[T]) (*window[T], error) {
 	n := cost.DefaultFirst
 	if first != nil {
@@ -61,24 +71,30 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first
 		}
 	}
 	w := &window[T]{items: make([]T, 0, n), at: make([]relay.Cursor, 0, n), codec: codec, conn: conn}
-	upCursor, skip := at.Upstream, at.Skip
+	walk := upstream.NewPageWalk(conn.op, fetch, at.Upstream, cost.Pages(n, after != nil))
+	skip := at.Skip
 	for {
+		upCursor := walk.Cursor()
 		want := n - len(w.items)
-		limit := min(skip+want, cost.PageSize)
-		pg, err := fetch(ctx, &upstream.ListOptions{Limit: limit, Cursor: upCursor})
+		pg, err := walk.Next(ctx, min(skip+want, cost.PageSize))
 		if err != nil {
 			return nil, err
 		}
+		if pg == nil {
+			// The bound of pages is reached with more to come: the last
+			// record's cursor already points past it.
+			w.info.HasNextPage = walk.More()
+			break
+		}
 		w.total = pg.Pagination.Total
 		data := pg.Data
-		next := pg.Pagination.NextCursor
-		more := pg.Pagination.HasMore && next != nil && *next != ""
+		more := walk.More()
 		j := skip
 		for ; j < len(data) && len(w.items) < n; j++ {
 			w.items = append(w.items, data[j])
 			c := relay.Cursor{Upstream: upCursor, Skip: j + 1}
 			if j == len(data)-1 && more {
-				c = relay.Cursor{Upstream: *next}
+				c = relay.Cursor{Upstream: walk.Cursor()}
 			}
 			w.at = append(w.at, c)
 		}
@@ -89,7 +105,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first
 		if !more {
 			break
 		}
-		upCursor, skip = *next, 0
+		skip = 0
 	}
 	if len(w.at) > 0 {
 		start, end := codec.Encode(conn.name, w.at[0]), codec.Encode(conn.name, w.at[len(w.at)-1])

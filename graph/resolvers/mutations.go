@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -26,18 +25,16 @@ func (u *userErrors) add(code model.UserErrorCode, msg string, field ...string) 
 // idempotencyKey returns the caller's key, or a new one for this mutation
 // field. The client sends it on every retry of the write, so a retried write
 // applies once; the payload returns it so the caller can retry too. A key
-// is 1 to 64 visible ASCII characters: what every HTTP stack sends as a
-// header value unchanged.
+// is what the client sends unchanged as a header (upstream.CheckIdempotencyKey).
 func idempotencyKey(in graphql.Omittable[*string], ue *userErrors) string {
 	v := in.Value()
 	if v == nil || *v == "" {
 		return uuid.NewString()
 	}
-	switch {
-	case utf8.RuneCountInString(*v) > upstream.MaxIdempotencyKeyLen:
+	if utf8.RuneCountInString(*v) > upstream.MaxIdempotencyKeyLen {
 		ue.add(model.UserErrorCodeTooLong, "idempotencyKey must be at most 64 characters", "idempotencyKey")
-	case strings.IndexFunc(*v, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0:
-		ue.add(model.UserErrorCodeInvalidValue, "idempotencyKey must be letters, digits and punctuation of ASCII, without spaces", "idempotencyKey")
+	} else if err := upstream.CheckIdempotencyKey(*v); err != nil {
+		ue.add(model.UserErrorCodeInvalidValue, "idempotencyKey must be printable ASCII, with spaces only between characters: "+err.Error(), "idempotencyKey")
 	}
 	return *v
 }
@@ -213,7 +210,7 @@ func (r *mutationResolver) deleteBudget(ctx context.Context, in model.DeleteBudg
 	if l := loaders.For(ctx); l != nil {
 		l.Forget(ctx, id.BudgetID)
 	}
-	out := &model.DeleteBudgetPayload{Success: res.Success, UserErrors: []model.UserError{}}
+	out := &model.DeleteBudgetPayload{Success: res.Success, AlreadyDeleted: res.AlreadyDeleted, UserErrors: []model.UserError{}}
 	if res.Success {
 		gid := in.ID
 		out.DeletedBudgetID = &gid

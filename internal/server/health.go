@@ -10,11 +10,11 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/costgw/gateway/internal/httpx"
+	"github.com/costgw/gateway/upstream"
 )
 
 // readinessTimeout bounds the upstream probe of /readyz (or the upstream
@@ -92,46 +92,17 @@ func checkUpstream(ctx context.Context, rd *readiness, log *slog.Logger) {
 	}
 }
 
-// errUpstreamStatus is a probe answered with a server error.
-type errUpstreamStatus int
-
-func (e errUpstreamStatus) Error() string { return fmt.Sprintf("the upstream answered %d", int(e)) }
-
-// probeSummary says what a failed probe met, without the upstream's address.
+// probeSummary says what a failed probe met, without the upstream's
+// address: the log line has the cause.
 func probeSummary(err error) string {
-	var st errUpstreamStatus
+	var ue *upstream.Error
 	switch {
-	case errors.As(err, &st):
-		return fmt.Sprintf("answered %d", int(st))
+	case errors.As(err, &ue) && ue.Status >= 500:
+		return fmt.Sprintf("answered %d", ue.Status)
 	case err != nil:
 		return "unreachable"
 	}
 	return "answering"
-}
-
-// probeUpstream returns a probe that sends a GET of the budgets list without
-// a key; any answer below 500 (401 from the real API) means the upstream is
-// there.
-func probeUpstream(rt http.RoundTripper, upstreamURL string) func(context.Context) error {
-	hc := &http.Client{Transport: rt}
-	probe := strings.TrimSuffix(upstreamURL, "/") + "/v1/budgets"
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Accept", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-		if resp.StatusCode >= 500 {
-			return errUpstreamStatus(resp.StatusCode)
-		}
-		return nil
-	}
 }
 
 // buildInfo is what /version and -version report, read from the build

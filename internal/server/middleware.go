@@ -13,6 +13,7 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/upstream"
 
 	"github.com/costgw/gateway/internal/httpx"
 )
@@ -74,19 +75,15 @@ func nameOperation(ctx context.Context, name string) {
 	}
 }
 
-// countingTransport counts the upstream calls of each request: every call
-// made with the request's context adds one to its stats, retries included.
-type countingTransport struct{ next http.RoundTripper }
-
-// countCalls wraps the upstream client's transport with a counter.
-func countCalls(next http.RoundTripper) http.RoundTripper { return countingTransport{next} }
-
-func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if s := statsFrom(r.Context()); s != nil {
+// countCalls is the upstream client's observer: every attempt it sends
+// counts toward its request's access line and the GraphQL answer's
+// extensions.cost, retries included.
+func countCalls(ctx context.Context, _ upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
+	if s := statsFrom(ctx); s != nil {
 		s.upstreamCalls.Add(1)
 	}
-	graph.CountUpstreamCall(r.Context())
-	return t.next.RoundTrip(r)
+	graph.CountUpstreamCall(ctx)
+	return ctx, nil
 }
 
 // withCORS lets the browser origins of the list call the gateway (see

@@ -75,14 +75,15 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 
 	base := upstream.NewTransport()
 	base.ResponseHeaderTimeout = cfg.UpstreamTimeout
-	client, err := upstream.NewClient(upstreamURL, upstream.WithHTTPClient(&http.Client{
-		Transport: countCalls(base),
-		Timeout:   cfg.UpstreamTimeout,
-	}), upstream.WithMaxInFlight(cfg.UpstreamInFlight))
+	client, err := upstream.NewClient(upstreamURL,
+		upstream.WithHTTPClient(&http.Client{Transport: base, Timeout: cfg.UpstreamTimeout}),
+		upstream.WithMaxInFlight(cfg.UpstreamInFlight),
+		upstream.WithObserver(countCalls),
+		upstream.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	ready2 := newReadiness(probeUpstream(base, upstreamURL), min(readinessTimeout, cfg.UpstreamTimeout), log)
+	readyz := newReadiness(client.Ping, min(readinessTimeout, cfg.UpstreamTimeout), log)
 
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(graph.Options{
@@ -96,7 +97,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 		Loaders:       loaders.Options{MaxConcurrency: cfg.RequestFanout},
 	}))
 	mux.HandleFunc("GET /healthz", healthz)
-	mux.Handle("GET /readyz", ready2)
+	mux.Handle("GET /readyz", readyz)
 	mux.HandleFunc("GET /version", version)
 	if cfg.Playground {
 		// Every path no other route claims: index.html at /, assets below.
@@ -131,7 +132,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 			"send Authorization: Bearer "+sim.DemoKey+" (preset in the playground; the README lists the other demo keys)",
 			"simulator", upstreamURL, "demo_key", sim.DemoKey)
 	} else {
-		checkUpstream(ctx, ready2, log)
+		checkUpstream(ctx, readyz, log)
 	}
 	bi := readBuildInfo()
 	attrs := []any{"addr", addr, "graphql", baseURL(addr) + "/graphql"}

@@ -1,0 +1,301 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/costgw/gateway/upstream"
+	"github.com/google/go-cmp/cmp"
+)
+
+// getBudget's answer is read in each placement of metrics and dimensions
+// the contract's words allow; before, an upstream that put them inside
+// data.budget got zeros and nulls.
+func TestGetBudgetPlacements(t *testing.T) {
+	t.Parallel()
+	const (
+		metrics = `"metrics":{"totalTarget":192000,"totalActual":150000.5,"variance":41999.5}`
+		dims    = `"dimensions":[{"name":"billing_account_name","values":["Production","Staging"]}]`
+	)
+	inner := budgetJSON[:len(budgetJSON)-1] + "," + metrics + "," + dims + "}"
+	tests := []struct {
+		name string
+		data string
+		want bool // false: refused as malformed
+	}{
+		{"beside the budget", `{"budget":` + budgetJSON + `,` + metrics + `,` + dims + `}`, true},
+		{"inside the budget", `{"budget":` + inner + `}`, true},
+		{"a bare budget", inner, true},
+		{"both, agreeing", `{"budget":` + inner + `,` + metrics + `,` + dims + `}`, true},
+		{"both, disagreeing", `{"budget":` + inner + `,"metrics":{"totalTarget":1,"totalActual":1,"variance":0},` + dims + `}`, false},
+		{"neither", `{"budget":` + budgetJSON + `}`, false},
+	}
+	want := &upstream.BudgetDetail{
+		Budget:     wantBudget(t),
+		Metrics:    upstream.BudgetMetrics{TotalTarget: 192000, TotalActual: 150000.5, Variance: 41999.5},
+		Dimensions: []json.RawMessage{json.RawMessage(`{"name":"billing_account_name","values":["Production","Staging"]}`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, answer(http.StatusOK, `{"data":`+tc.data+`}`))
+			c := newTestClient(t, f.URL)
+			got, err := c.Budgets.Get(keyCtx(t), "bud_1")
+			if !tc.want {
+				var ue *upstream.Error
+				if !errors.Is(err, upstream.ErrBadResponse) || !errors.As(err, &ue) || ue.Op != "getBudget" {
+					t.Fatalf("err = %v, want an ErrBadResponse of getBudget", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// decodeCase is one answer of an operation with a record in it, and the
+// members of that record the decoder requires.
+type decodeCase struct {
+	name     string
+	call     func(ctx context.Context, c *upstream.Client) error
+	op       string
+	answer   string // the answer, with %s where the record goes
+	record   string // the record, a JSON object
+	at       string // where the record is in the answer, as errors name it
+	required []string
+	optional []string
+}
+
+func decodeCases() []decodeCase {
+	page := func(pg string) string {
+		return `{"data":[` + pg + `],"pagination":{"limit":50,"has_more":false,"next_cursor":null}}`
+	}
+	list := func(f func(ctx context.Context, c *upstream.Client) (int, error)) func(ctx context.Context, c *upstream.Client) error {
+		return func(ctx context.Context, c *upstream.Client) error { _, err := f(ctx, c); return err }
+	}
+	budgetRequired := []string{"id", "name", "targetType", "period", "status", "numberOfPeriods", "startDate", "endDate",
+		"normalizationPeriod", "organizationId", "serviceClientId", "creatorId", "explorerReportId", "createdAt", "updatedAt"}
+	budgetOptional := []string{"lookbackPeriod", "budgetType", "startingValue", "customStartingValue", "growthRate",
+		"explorerReport", "creator", "plannings"}
+	planningRequired := []string{"id", "budgetId", "dimension1", "dimension2", "previousMonth", "avgLookback",
+		"percentGrowth", "targetItems", "targetType", "createdAt"}
+	detail := `,"metrics":{"totalTarget":1,"totalActual":1,"variance":0},"dimensions":[]`
+	var cases []decodeCase
+	for _, l := range listers() {
+		dc := decodeCase{name: l.name + ".List", op: "list" + l.name, call: list(func(ctx context.Context, c *upstream.Client) (int, error) {
+			return l.list(ctx, c, nil)
+		}), answer: page(l.item(0) + ",%s"), record: l.item(1), at: "data[1]"}
+		switch l.name {
+		case "Recommendations":
+			dc.required = []string{"recommendation_id", "recommendation_name", "estimated_monthly_savings", "implementation_effort",
+				"category", "action_type", "account_name", "region", "resource_id"}
+			dc.optional = []string{"extra_1"}
+		case "Anomalies":
+			dc.required = []string{"anomaly_id", "service", "start_date", "end_date", "score_current", "score_max", "impact_max",
+				"impact_total", "impact_pct", "impact_actual_spend", "impact_expected_spend", "dimension_value", "detection_source"}
+		case "Budgets":
+			dc.required, dc.optional = budgetRequired, budgetOptional
+		case "Notifications":
+			dc.op = "listScheduledNotifications"
+			dc.required = []string{"id", "recipientEmail", "subject", "scheduleType", "scheduledAt", "recurrenceFrequency",
+				"recurrenceTimezone", "recurrenceWeekday", "cronExpression", "status", "createdAt", "updatedAt", "includeAssistantAnalysis"}
+			dc.optional = []string{"recurrenceDayOfMonth", "sentAt", "errorMessage", "nextAttemptAt", "canvasId", "explorerReportId"}
+		}
+		cases = append(cases, dc)
+	}
+	get := func(ctx context.Context, c *upstream.Client) error { _, err := c.Budgets.Get(ctx, "bud_1"); return err }
+	create := func(ctx context.Context, c *upstream.Client) error {
+		_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, nil)
+		return err
+	}
+	update := func(ctx context.Context, c *upstream.Client) error {
+		_, err := c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{}, nil)
+		return err
+	}
+	explorer := func(f func(ctx context.Context, c *upstream.Client) (any, error)) func(ctx context.Context, c *upstream.Client) error {
+		return func(ctx context.Context, c *upstream.Client) error { _, err := f(ctx, c); return err }
+	}
+	return append(cases,
+		decodeCase{name: "Budgets.Get", op: "getBudget", call: get, answer: `{"data":{"budget":%s` + detail + `}}`,
+			record: budgetJSON, at: "data.budget", required: budgetRequired, optional: budgetOptional},
+		decodeCase{name: "Budgets.Get metrics", op: "getBudget", call: get,
+			answer: `{"data":{"budget":` + budgetJSON + `,"metrics":%s,"dimensions":[]}}`,
+			record: `{"totalTarget":1,"totalActual":1,"variance":0}`, at: "data.metrics", required: []string{"totalTarget", "totalActual", "variance"}},
+		decodeCase{name: "Budgets.Get planning row", op: "getBudget", call: get,
+			answer: `{"data":{"budget":` + strings.Replace(budgetJSON, planningJSON, "%s", 1) + detail + `}}`,
+			record: planningJSON, at: "data.budget.plannings[0]", required: planningRequired, optional: []string{"percentSpend"}},
+		decodeCase{name: "Budgets.Get report", op: "getBudget", call: get,
+			answer: `{"data":{"budget":` + strings.Replace(budgetJSON, `{"id":"rpt_1","name":"AWS Spend by Account"}`, "%s", 1) + detail + `}}`,
+			record: `{"id":"rpt_1","name":"AWS Spend by Account"}`, at: "data.budget.explorerReport", required: []string{"id", "name"}},
+		decodeCase{name: "Budgets.Create", op: "createBudget", call: create, answer: `{"data":{"budget":%s}}`,
+			record: budgetJSON, at: "data.budget", required: budgetRequired, optional: budgetOptional},
+		decodeCase{name: "Budgets.Create bare", op: "createBudget", call: create, answer: `{"data":%s}`,
+			record: budgetJSON, at: "data", required: budgetRequired, optional: budgetOptional},
+		decodeCase{name: "Budgets.Update", op: "updateBudget", call: update, answer: `{"data":{"budget":%s}}`,
+			record: budgetJSON, at: "data.budget", required: budgetRequired, optional: budgetOptional},
+		decodeCase{name: "Budgets.Delete", op: "deleteBudget", answer: `{"data":%s}`, record: `{"success":true}`, at: "data",
+			required: []string{"success"}, call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.Delete(ctx, "bud_1")
+				return err
+			}},
+		decodeCase{name: "Budgets.Actuals", op: "getBudgetActuals", answer: `{"data":%s}`,
+			record: `{"actualsByPlanning":{"p":{"2026-01":1}},"accountActualsByPeriod":{"2026-01":1}}`, at: "data",
+			required: []string{"actualsByPlanning", "accountActualsByPeriod"}, call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.Actuals(ctx, "bud_1")
+				return err
+			}},
+		decodeCase{name: "Budgets.Planning", op: "getBudgetPlanning", answer: `{"data":{"plannings":[%s]}}`,
+			record: planningJSON, at: "data.plannings[0]", required: planningRequired, optional: []string{"percentSpend"},
+			call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.Planning(ctx, "bud_1")
+				return err
+			}},
+		decodeCase{name: "Budgets.LookbackPreview", op: "budgetLookbackGet", answer: `{"data":{"periods":[%s]}}`,
+			record: `{"periodKey":"2026-01","actual":1,"projected":2}`, at: "data.periods[0]",
+			required: []string{"periodKey", "actual"}, optional: []string{"projected"},
+			call: func(ctx context.Context, c *upstream.Client) error {
+				_, err := c.Budgets.LookbackPreview(ctx)
+				return err
+			}},
+		decodeCase{name: "Explorer.Summary", op: "explorerSummary", answer: `{"data":{"cards":[%s],"servedFromCache":true}}`,
+			record: `{"title":"t","description":"d","value":1,"previousValue":2}`, at: "data.cards[0]",
+			required: []string{"title", "description", "value", "previousValue"},
+			call: explorer(func(ctx context.Context, c *upstream.Client) (any, error) {
+				return c.Explorer.Summary(ctx, testQuery())
+			})},
+		decodeCase{name: "Explorer.PreviousPeriod", op: "explorerPreviousPeriod", answer: `{"data":%s}`,
+			record: `{"currentTotal":1,"previousTotal":2,"changePercent":3,"servedFromCache":false}`, at: "data",
+			required: []string{"currentTotal", "previousTotal", "changePercent", "servedFromCache"},
+			call: explorer(func(ctx context.Context, c *upstream.Client) (any, error) {
+				return c.Explorer.PreviousPeriod(ctx, testQuery())
+			})},
+		decodeCase{name: "Explorer.History", op: "explorerHistory", answer: `{"data":%s}`,
+			record: `{"costRows":[{"g":"x","usage_date":20260531,"cost":1}],"totalsByTimeRows":[],"usageRows":[],"usageGroupRows":[],` +
+				`"timeColumn":"usage_date","groupBy":"g","servedFromCache":false}`, at: "data",
+			required: []string{"costRows", "totalsByTimeRows", "usageRows", "usageGroupRows", "timeColumn", "groupBy", "servedFromCache"},
+			call: explorer(func(ctx context.Context, c *upstream.Client) (any, error) {
+				return c.Explorer.History(ctx, testQuery())
+			})},
+		decodeCase{name: "Explorer.Heatmap", op: "explorerHeatmap", answer: `{"data":{"rows":[%s],"servedFromCache":true}}`,
+			record: `{"dimension":"EC2","day":"2026-05-31","cost":3.25}`, at: "data.rows[0]", required: []string{"dimension", "day", "cost"},
+			call: explorer(func(ctx context.Context, c *upstream.Client) (any, error) {
+				return c.Explorer.Heatmap(ctx, testQuery())
+			})},
+		decodeCase{name: "Explorer.DimensionValues", op: "explorerDimensionValues", answer: `{"data":%s}`,
+			record: `{"items":[{"value":"EC2","cost":1}],"values":["EC2"],"hasMore":false,"servedFromCache":true}`, at: "data",
+			required: []string{"items", "values", "hasMore", "servedFromCache"},
+			call: explorer(func(ctx context.Context, c *upstream.Client) (any, error) {
+				return c.Explorer.DimensionValues(ctx, "product_product_name")
+			})},
+		decodeCase{name: "Budgets.List pagination", op: "listBudgets", answer: `{"data":[],"pagination":%s}`,
+			record: `{"limit":50,"has_more":false,"next_cursor":null,"total":3}`, at: "pagination",
+			required: []string{"has_more"}, optional: []string{"limit", "next_cursor", "total"},
+			call: list(func(ctx context.Context, c *upstream.Client) (int, error) { return listers()[2].list(ctx, c, nil) })},
+	)
+}
+
+// No silent zero values: an answer without a member the contract lists and
+// the schema shows as non-null (or with null in its place) is refused with
+// an error naming the operation and the member, never read as a zero.
+// Optional members may go. Before, a budget without a name came out as "",
+// a missing date as 0000-00-00, and a create answered {"data":{}} was a
+// success.
+func TestRequiredMembers(t *testing.T) {
+	t.Parallel()
+	for _, dc := range decodeCases() {
+		var rec map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(dc.record), &rec); err != nil {
+			t.Fatalf("%s: bad record: %v", dc.name, err)
+		}
+		for name := range rec {
+			if !slices.Contains(dc.required, name) && !slices.Contains(dc.optional, name) {
+				t.Errorf("%s: member %s is neither required nor optional in the test", dc.name, name)
+			}
+		}
+		with := func(change func(map[string]json.RawMessage)) string {
+			m := map[string]json.RawMessage{}
+			for k, v := range rec {
+				m[k] = v
+			}
+			change(m)
+			b, _ := json.Marshal(m)
+			return strings.Replace(dc.answer, "%s", string(b), 1)
+		}
+		run := func(t *testing.T, body string) error {
+			f := newFake(t, answer(http.StatusOK, body))
+			c := newTestClient(t, f.URL, upstream.WithRetry(noRetry))
+			return dc.call(keyCtx(t), c)
+		}
+		t.Run(dc.name+"/complete", func(t *testing.T) {
+			t.Parallel()
+			if err := run(t, with(func(map[string]json.RawMessage) {})); err != nil {
+				t.Fatalf("the complete answer: %v", err)
+			}
+		})
+		for _, m := range dc.required {
+			for _, how := range []string{"missing", "null"} {
+				t.Run(dc.name+"/"+m+" "+how, func(t *testing.T) {
+					t.Parallel()
+					err := run(t, with(func(r map[string]json.RawMessage) {
+						if how == "null" {
+							r[m] = json.RawMessage("null")
+						} else {
+							delete(r, m)
+						}
+					}))
+					if diff := cmp.Diff([]string{"ErrBadResponse"}, matching(err)); diff != "" {
+						t.Fatalf("err = %v; sentinels (-want +got):\n%s", err, diff)
+					}
+					var ue *upstream.Error
+					if !errors.As(err, &ue) || ue.Op != dc.op {
+						t.Fatalf("err = %v, want an *Error of %s", err, dc.op)
+					}
+					want := dc.op + ": 200 malformed_response: " + dc.at + "." + m + " is " + how
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("err = %q, want it to say %q", err, want)
+					}
+				})
+			}
+		}
+		for _, m := range dc.optional {
+			t.Run(dc.name+"/"+m+" left out", func(t *testing.T) {
+				t.Parallel()
+				if err := run(t, with(func(r map[string]json.RawMessage) { delete(r, m) })); err != nil {
+					t.Errorf("without optional %s: %v", m, err)
+				}
+			})
+		}
+	}
+}
+
+// A write answered with no budget at all is a failure, not a success.
+func TestWriteAnswerWithoutABudget(t *testing.T) {
+	t.Parallel()
+	for _, wc := range writeCalls() {
+		for _, data := range []string{`{}`, `{"budget":null}`, `{"budget":{}}`, `{"unrelated":1}`} {
+			t.Run(wc.name+"/"+data, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, answer(http.StatusOK, `{"data":`+data+`}`))
+				c := newTestClient(t, f.URL)
+				err := wc.call(keyCtx(t), c, nil)
+				var ue *upstream.Error
+				if !errors.Is(err, upstream.ErrBadResponse) || !errors.As(err, &ue) || ue.Op != wc.op {
+					t.Fatalf("err = %v, want an ErrBadResponse of %s", err, wc.op)
+				}
+				if !strings.Contains(err.Error(), "data.budget") {
+					t.Errorf("err = %q, want it to name data.budget", err)
+				}
+			})
+		}
+	}
+}

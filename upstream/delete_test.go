@@ -1,0 +1,69 @@
+package upstream_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/sim"
+	"github.com/google/go-cmp/cmp"
+)
+
+// A delete whose answer was lost after the upstream committed it is
+// retried; the retry's 404 reports the delete that happened, not a failure.
+// Before, a delete was never retried, and its caller saw "no response" for
+// a budget that was gone.
+func TestDeleteAfterLostAnswerIsAlreadyDeleted(t *testing.T) {
+	t.Parallel()
+	s := sim.New(sim.Options{})
+	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{sim.OpDeleteBudget}})
+	// Clear the fault before any delete after the first (which is dropped).
+	clearAfterFirst := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Calls(sim.OpDeleteBudget) >= 1 {
+			s.SetFaults(sim.Faults{})
+		}
+		s.ServeHTTP(w, r)
+	})
+	c := simClient(t, s, clearAfterFirst)
+	ids := s.IDs(sim.DemoKey, sim.CollectionBudgets)
+	got, err := c.Budgets.Delete(as(t, sim.DemoKey), ids[0])
+	if err != nil {
+		t.Fatalf("err = %v, want the delete reported as done", err)
+	}
+	if diff := cmp.Diff(&upstream.DeleteResult{Success: true, AlreadyDeleted: true}, got); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	if n := s.Calls(sim.OpDeleteBudget); n != 2 {
+		t.Errorf("deleteBudget calls = %d, want 2 (dropped after commit, then 404)", n)
+	}
+	if after := s.IDs(sim.DemoKey, sim.CollectionBudgets); len(after) != len(ids)-1 {
+		t.Errorf("%d budgets after the delete, want %d", len(after), len(ids)-1)
+	}
+	// A later delete of the same budget is a plain 404: no answer was lost.
+	if _, err := c.Budgets.Delete(as(t, sim.DemoKey), ids[0]); !errors.Is(err, upstream.ErrNotFound) {
+		t.Errorf("deleting it again: %v, want ErrNotFound", err)
+	}
+}
+
+// A 404 is a delete that happened only after an attempt that was sent and
+// lost: after a 5xx answer, or a connection that was never made, the budget
+// may never have existed.
+func TestDeleteNotFoundAfterAnAnswerIsNotFound(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+		if n == 1 {
+			writeJSON(w, http.StatusServiceUnavailable, envelope("service_unavailable", "down", "r1"))
+			return
+		}
+		writeJSON(w, http.StatusNotFound, envelope("not_found", "Budget not found", "r2"))
+	})
+	c := newTestClient(t, f.URL)
+	_, err := c.Budgets.Delete(keyCtx(t), "bud_1")
+	if !errors.Is(err, upstream.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	if n := f.count(); n != 2 {
+		t.Errorf("upstream saw %d requests, want 2", n)
+	}
+}

@@ -1,0 +1,261 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+)
+
+// An Observer is told of every attempt the client sends to the upstream, so
+// that an access log can count a request's upstream calls, a metrics
+// registry can count and time them, and a tracer can give each its span.
+//
+// The client calls it once per attempt handed to the transport, after every
+// local check has passed: an attempt the client refuses itself (an invalid
+// header value, an open circuit breaker, no free in-flight slot) is never
+// observed, and the transport never replays an attempt on its own (see
+// docs/resilience.md), so the number of calls is the number of requests the
+// upstream could have seen. The returned context (nil: ctx) becomes the
+// attempt's request context, so a span started in it is what a tracing
+// RoundTripper (such as otelhttp's) sees and propagates as traceparent; it
+// should derive from ctx, whose cancellation the attempt must follow. done,
+// when not nil, is called exactly once with the outcome, after the answer
+// is read or the attempt has failed; it runs on the calling goroutine, so
+// it should be cheap.
+//
+// Neither ctx (from which the caller's bearer key is hidden) nor Attempt nor
+// AttemptResult carries the bearer key, a URL or a header.
+type Observer func(ctx context.Context, a Attempt) (attemptCtx context.Context, done func(AttemptResult))
+
+// WithObserver sets the observer of every attempt (none otherwise). With no
+// observer the client does no work for one.
+func WithObserver(o Observer) Option {
+	return func(c *Client) error { c.observer = o; return nil }
+}
+
+// Attempt describes one attempt of a call.
+type Attempt struct {
+	// Op is the contract's operation id, such as "getBudget"; "ping" for Ping.
+	Op string
+	// Method is the HTTP method.
+	Method string
+	// Route is the operation's path template below the base URL, such as
+	// "/v1/budgets/{id}": the same for every id, so it fits a metrics label.
+	Route string
+	// Number counts the attempts of one call from 1.
+	Number int
+}
+
+// AttemptResult is the outcome of an attempt.
+type AttemptResult struct {
+	Attempt
+	// Status is the HTTP status of the answer; 0 when none arrived.
+	Status int
+	// RequestID is the upstream's request id (the error envelope's, else the
+	// X-Request-Id header), scrubbed like every text from the upstream.
+	RequestID string
+	// Class sorts the outcome; ClassOK for a decoded success answer.
+	Class Class
+	// Sent reports whether the request was written to a connection, so the
+	// upstream may have seen it (false for ClassConnect and ClassLocal).
+	Sent bool
+	// Duration runs from handing the request to the transport to the end of
+	// reading the answer.
+	Duration time.Duration
+}
+
+// Class sorts the outcome of an attempt into a few kinds, fit for a metrics
+// label or a log field.
+type Class string
+
+// The classes of attempt outcomes.
+const (
+	// ClassOK is a success answer, read and decoded.
+	ClassOK Class = "ok"
+	// ClassClientError is a 4xx answer other than 429.
+	ClassClientError Class = "client_error"
+	// ClassRateLimited is a 429 answer.
+	ClassRateLimited Class = "rate_limited"
+	// ClassServerError is a 5xx answer.
+	ClassServerError Class = "server_error"
+	// ClassBadResponse is a 2xx answer that could not be read as the
+	// operation's answer, or an answer of a status the client does not use.
+	ClassBadResponse Class = "bad_response"
+	// ClassConnect is an attempt that got no connection (refused, DNS, TLS):
+	// nothing was sent.
+	ClassConnect Class = "connect_error"
+	// ClassNoResponse is an attempt that was sent and got no complete answer:
+	// the connection dropped, or the answer broke off.
+	ClassNoResponse Class = "no_response"
+	// ClassTimeout is an attempt that ran out of its own time (WithTimeout).
+	ClassTimeout Class = "timeout"
+	// ClassCanceled is an attempt whose caller went away (its context ended).
+	ClassCanceled Class = "canceled"
+	// ClassLocal is an attempt the transport refused before any connection
+	// (a RoundTripper of the caller's, or a header the client did not check):
+	// nothing was sent and it is not counted as an upstream failure.
+	ClassLocal Class = "local_error"
+)
+
+// keylessContext hides the caller's bearer key from code the client hands a
+// context to (the observer, and through it the transport).
+type keylessContext struct{ context.Context }
+
+func (k keylessContext) Value(key any) any {
+	if _, ok := key.(apiKeyContextKey); ok {
+		return nil
+	}
+	return k.Context.Value(key)
+}
+
+// WithLogger sets where failed attempts are logged (nowhere otherwise).
+//
+// Every failed or malformed upstream answer is logged once: one line per
+// failed attempt, so a call that failed twice and then succeeded leaves two
+// lines, each saying whether the client will retry. Upstream failures (5xx,
+// 429, no answer, an answer that cannot be read) are logged at Warn; 4xx
+// answers, which are the caller's to fix, at Info. A line carries the
+// operation, the route template, the attempt number, the status, the
+// upstream's request id, the error code and a short cause: for an answer
+// with a body, an excerpt of at most 256 bytes, scrubbed of the bearer key,
+// the upstream's address, URLs and header echoes. It never carries a
+// header, the URL or its host. A local refusal (nothing sent) is the
+// caller's error, not an upstream answer, and is not logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) error {
+		if l == nil {
+			return errors.New("upstream: nil logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// outcome is what one attempt came to, for the observer, the log, the
+// breakers and the retry loop.
+type outcome struct {
+	class   Class
+	status  int
+	reqID   string
+	sent    bool   // the request was written to a connection
+	excerpt string // scrubbed start of the answer body, for the log
+}
+
+// classify sorts an attempt's error (nil for success) into a Class. ctx is
+// the caller's context: when it has ended, the attempt failed because the
+// caller went away, whatever the transport made of it.
+func classify(ctx context.Context, err error, o *outcome) Class {
+	if err == nil {
+		return ClassOK
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return ClassLocal
+	}
+	switch {
+	case e.Code == codeBadResponse || (e.Status >= 100 && e.Status < 200) || (e.Status >= 300 && e.Status < 400):
+		return ClassBadResponse
+	case e.Status == 429:
+		return ClassRateLimited
+	case e.Status >= 500:
+		return ClassServerError
+	case e.Status >= 400:
+		return ClassClientError
+	case ctx.Err() != nil:
+		return ClassCanceled
+	case e.Code == codeRefused || e.Code == codeMalformedKey:
+		return ClassLocal
+	}
+	var ne net.Error
+	if errors.As(e.Err, &ne) && ne.Timeout() {
+		return ClassTimeout
+	}
+	if !o.sent {
+		return ClassConnect
+	}
+	return ClassNoResponse
+}
+
+// logAttempt writes the line of a failed attempt.
+func (c *Client) logAttempt(ctx context.Context, a Attempt, o *outcome, err error, retrying bool) {
+	level := slog.LevelWarn
+	if o.class == ClassClientError {
+		level = slog.LevelInfo
+	}
+	if !c.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("op", a.Op),
+		slog.String("method", a.Method),
+		slog.String("route", a.Route),
+		slog.Int("attempt", a.Number),
+		slog.Int("status", o.status),
+		slog.String("class", string(o.class)),
+		slog.Bool("retrying", retrying),
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		attrs = append(attrs, slog.String("code", e.Code))
+		if e.RequestID != "" {
+			attrs = append(attrs, slog.String("request_id", e.RequestID))
+		}
+		attrs = append(attrs, slog.String("cause", e.cause()))
+	}
+	if o.excerpt != "" {
+		attrs = append(attrs, slog.String("body", o.excerpt))
+	}
+	c.log.LogAttrs(keylessContext{ctx}, level, "upstream call failed", attrs...)
+}
+
+// cause is a short account of what went wrong, for a log line: the Error's
+// text without the "upstream: op:" prefix (the line has the op already).
+func (e *Error) cause() string {
+	switch {
+	case e.Status == 0 && e.Err != nil:
+		return e.Message + ": " + e.Err.Error()
+	case e.Err != nil:
+		return e.Err.Error()
+	}
+	return e.Message
+}
+
+// discardLogger is the default logger: it logs nothing, cheaply.
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// excerptOf returns the start of an answer body for a log line, scrubbed.
+func excerptOf(s scrubber, body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	if len(body) > 2*maxExcerptLen {
+		body = body[:2*maxExcerptLen] // scrubbing may shorten it; text caps it
+	}
+	return s.text(string(body), maxExcerptLen, "[withheld: "+strconv.Itoa(len(body))+" bytes]")
+}
+
+// prefixReader keeps the first bytes read through it, for a log line's
+// excerpt of an answer that could not be decoded, and remembers a read
+// error other than io.EOF, so a broken-off answer can be told from a
+// malformed one.
+type prefixReader struct {
+	r    io.Reader
+	err  error
+	head [maxExcerptLen]byte
+	n    int
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if p.n < len(p.head) {
+		p.n += copy(p.head[p.n:], b[:n])
+	}
+	if err != nil && err != io.EOF {
+		p.err = err
+	}
+	return n, err
+}

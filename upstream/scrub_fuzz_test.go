@@ -1,0 +1,49 @@
+package upstream
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// FuzzScrub feeds arbitrary upstream text to the scrubber: whatever comes
+// out is short, valid UTF-8 without control characters, and holds neither
+// the key, nor the upstream's host, nor anything URL-like.
+func FuzzScrub(f *testing.F) {
+	const key, host = "sk-live-0123456789abcdef", "api.internal.example:8443"
+	for _, s := range []string{
+		"Budget not found", "API key is missing required scope: budgets:write",
+		"no budget at http://api.internal.example:8443/v1/budgets/x?y=1",
+		"Authorization: Bearer sk-live-0123456789abcdef\r\nHost: api.internal.example:8443\r\n",
+		"SK-LIVE-0123456789ABCDEF", "dial tcp 10.0.0.7:443: connect: connection refused",
+		"lookup API.INTERNAL.EXAMPLE on [fe80::1]:53: no such host", "bearer=sk-live-0123456789abcdef",
+		"sk-live-0123456789abcdefsk-live-0123456789abcdef", "x\x00y\u2028z\xff", "h://", "api.internal.example",
+	} {
+		f.Add(s)
+	}
+	sc := newScrubber(key, host)
+	f.Fuzz(func(t *testing.T, in string) {
+		out := sc.text(in, maxMessageLen, "withheld")
+		if len(out) > maxMessageLen {
+			t.Fatalf("%d bytes out, cap %d", len(out), maxMessageLen)
+		}
+		if !utf8.ValidString(out) {
+			t.Fatalf("invalid UTF-8 out: %q", out)
+		}
+		low := strings.ToLower(out)
+		for _, bad := range []string{strings.ToLower(key), "api.internal.example", "://"} {
+			if strings.Contains(low, bad) {
+				t.Fatalf("text(%q) = %q holds %q", in, out, bad)
+			}
+		}
+		for _, r := range out {
+			if unicode.IsControl(r) {
+				t.Fatalf("text(%q) = %q holds a control character", in, out)
+			}
+		}
+		if tok := token(out, 64, ""); tok != "" && tok != out {
+			t.Fatalf("token(%q) = %q", out, tok)
+		}
+	})
+}
