@@ -94,6 +94,16 @@ var upstreamCases = []errorCase{
 		},
 		code: "UPSTREAM_BAD_RESPONSE", path: []any{"explorer", "history", "costRows"}, data: `{"explorer":{"history":null}}`,
 	},
+	{
+		name: "budget without a required member", key: sim.DemoKey, query: qBudgets,
+		setup: func(_ *testing.T, e *env, _ fixture) {
+			failOn(e, "GET", "/v1/budgets", func() *http.Response {
+				return answer(http.StatusOK, `{"data":[{"id":"bud_1"}],"pagination":{"limit":50,"has_more":false,"next_cursor":null}}`)
+			})
+		},
+		code: "UPSTREAM_BAD_RESPONSE", up: &upstreamErr{code: "malformed_response", status: 200, requestID: "req-forged-200"},
+		path: []any{"budgets"}, data: `{"budgets":null}`,
+	},
 }
 
 func TestErrorsOfTheUpstream(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,5 +227,41 @@ func TestPanicIsInternalWithRequestID(t *testing.T) {
 	r := decode(t, rec)
 	if r.code(t) != "INTERNAL" || r.Errors[0].Extensions["requestId"] != "gw-req-1" || strings.Contains(rec.Body.String(), "secret") {
 		t.Fatalf("response: %s", rec.Body)
+	}
+}
+
+// A delete whose answer was lost after the upstream committed it is
+// retried; the retry's not_found is the delete that happened, not a failure.
+func TestDeleteAfterALostAnswerSucceeds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := loadFixture(t, e)
+	e.sim.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{sim.OpDeleteBudget}})
+	dropped := false
+	e.calls.mu.Lock()
+	e.calls.fail = func(r *http.Request) *http.Response {
+		if r.Method == "DELETE" && dropped {
+			e.sim.SetFaults(sim.Faults{}) // only the first attempt's answer is lost
+		}
+		dropped = dropped || r.Method == "DELETE"
+		return nil
+	}
+	e.calls.mu.Unlock()
+	var got struct {
+		DeleteBudget struct {
+			DeletedBudgetID string
+			Success         bool
+			AlreadyDeleted  bool
+			UserErrors      []userError
+		}
+	}
+	e.mustChecked(t, sim.DemoKey, `mutation($in: DeleteBudgetInput!) { deleteBudget(input: $in) { deletedBudgetId success alreadyDeleted userErrors { code } } }`,
+		map[string]any{"in": map[string]any{"id": f.budgetGID}}, &got)
+	d := got.DeleteBudget
+	if !d.Success || !d.AlreadyDeleted || d.DeletedBudgetID != f.budgetGID || len(d.UserErrors) > 0 {
+		t.Errorf("payload %+v, want success, alreadyDeleted", d)
+	}
+	if slices.Contains(e.sim.IDs(sim.DemoKey, sim.CollectionBudgets), f.budgetID) {
+		t.Error("the budget is still there")
 	}
 }
