@@ -1,5 +1,17 @@
-// The recommendations list, paged with @connection like the budgets.
+// The recommendations list, paged with @connection like the budgets; a
+// recommendation card refetches itself through node(id:).
 import { graphql } from "react-relay";
+
+export const recommendationCardFragment = graphql`
+  fragment RecommendationCard_recommendation on Recommendation
+  @refetchable(queryName: "RecommendationCardRefetchQuery") {
+    id
+    recommendationName
+    estimatedMonthlySavings
+    implementationEffort
+    implementationEffortRaw
+  }
+`;
 
 export const recommendationsQuery = graphql`
   query RecommendationsQuery {
@@ -18,6 +30,7 @@ export const recommendationsFragment = graphql`
       @connection(key: "Recommendations_recommendations") {
       edges {
         node {
+          id
           recommendationId
           recommendationName
           estimatedMonthlySavings
