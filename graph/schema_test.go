@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,5 +39,39 @@ func TestSchemaGolden(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("schema differs from %s (-golden +served); run with -update if the change is intended:\n%s", path, diff)
+	}
+}
+
+// Every type, field, argument and enum value of the schema has a
+// description: a frontend developer reads the schema in GraphiQL's
+// documentation explorer and in the generated types' comments.
+func TestEverythingIsDescribed(t *testing.T) {
+	t.Parallel()
+	schema := generated.NewExecutableSchema(generated.Config{Resolvers: &resolvers.Resolver{}}).Schema()
+	for _, def := range schema.Types {
+		if def.BuiltIn || strings.HasPrefix(def.Name, "__") {
+			continue
+		}
+		if strings.TrimSpace(def.Description) == "" {
+			t.Errorf("type %s has no description", def.Name)
+		}
+		for _, f := range def.Fields {
+			if strings.HasPrefix(f.Name, "__") {
+				continue
+			}
+			if strings.TrimSpace(f.Description) == "" {
+				t.Errorf("%s.%s has no description", def.Name, f.Name)
+			}
+			for _, a := range f.Arguments {
+				if strings.TrimSpace(a.Description) == "" {
+					t.Errorf("argument %s.%s(%s) has no description", def.Name, f.Name, a.Name)
+				}
+			}
+		}
+		for _, v := range def.EnumValues {
+			if strings.TrimSpace(v.Description) == "" {
+				t.Errorf("enum value %s.%s has no description", def.Name, v.Name)
+			}
+		}
 	}
 }

@@ -2198,9 +2198,10 @@ input CreateBudgetInput {
   "Whether to normalize the targets over the lookback; false when left out."
   normalizationPeriod: Boolean
   """
-  Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation; no
-  spaces or control characters). The same key with the same input returns the original result; with another input
-  it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own retries.
+  Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation, and
+  spaces between them; no control characters). The same key with the same input returns the original result; with
+  another input it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own
+  retries.
   """
   idempotencyKey: String
 }
@@ -2790,6 +2791,10 @@ type QueryCost {
   maxUpstreamCalls: Int
 }
 
+"""
+Reads. Each field says which upstream operation it calls; every response's ` + "`" + `extensions.cost` + "`" + ` says how many calls
+the operation was estimated to make and made.
+"""
 type Query {
   "Refetches any object by global ID; null (with a NOT_FOUND error) when it does not exist or is not yours."
   node(

@@ -104,9 +104,10 @@ type CreateBudgetInput struct {
 	GrowthRate graphql.Omittable[json.RawMessage] `json:"growthRate,omitempty"`
 	// Whether to normalize the targets over the lookback; false when left out.
 	NormalizationPeriod graphql.Omittable[*bool] `json:"normalizationPeriod,omitempty"`
-	// Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation; no
-	// spaces or control characters). The same key with the same input returns the original result; with another input
-	// it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own retries.
+	// Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation, and
+	// spaces between them; no control characters). The same key with the same input returns the original result; with
+	// another input it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own
+	// retries.
 	IdempotencyKey graphql.Omittable[*string] `json:"idempotencyKey,omitempty"`
 }
 
@@ -209,6 +210,8 @@ type PlanningActuals struct {
 	Periods []PeriodAmount `json:"periods"`
 }
 
+// Reads. Each field says which upstream operation it calls; every response's `extensions.cost` says how many calls
+// the operation was estimated to make and made.
 type Query struct {
 }
 
