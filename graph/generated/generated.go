@@ -2817,8 +2817,9 @@ type Query {
 scalar Date @specifiedBy(url: "https://scalars.graphql.org/andimarek/local-date")
 
 """
-An instant, as an RFC 3339 date-time. Output is always UTC with millisecond precision and a trailing ` + "`" + `Z` + "`" + `
-(` + "`" + `2026-07-20T18:00:00.000Z` + "`" + `); input takes any RFC 3339 date-time with an offset.
+An instant, as an RFC 3339 date-time with exactly three fraction digits and an offset, as its specification says.
+Output is always UTC with a trailing ` + "`" + `Z` + "`" + ` (` + "`" + `2026-07-20T18:00:00.000Z` + "`" + `); input takes any offset
+(` + "`" + `2026-07-20T20:00:00.000+02:00` + "`" + `) but not the unknown offset ` + "`" + `-00:00` + "`" + `.
 """
 scalar DateTime @specifiedBy(url: "https://scalars.graphql.org/andimarek/date-time")
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -58,18 +59,29 @@ func UnmarshalDateTime(v any) (upstream.Timestamp, error) {
 	return ParseDateTime(s)
 }
 
-// ParseDateTime parses exactly 2006-01-02T15:04:05.000Z.
+// dateTimeForm is the date-time of the scalar's specification
+// (scalars.graphql.org/andimarek/date-time): RFC 3339 with exactly three
+// fraction digits and an offset, Z or ±hh:mm (t and z as RFC 3339 allows).
+var dateTimeForm = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}([Zz]|[+-][0-9]{2}:[0-9]{2})$`)
+
+// ParseDateTime parses a date-time of the scalar's specification, such as
+// 2026-07-20T18:00:00.000Z or 2026-07-20T20:00:00.000+02:00, into its
+// instant in UTC. The unknown-offset convention -00:00 is refused, as the
+// specification asks.
 func ParseDateTime(s string) (upstream.Timestamp, error) {
-	if len(s) != len(upstream.TimestampLayout) {
-		return upstream.Timestamp{}, codes.Errorf(codes.BadUserInput, "DateTime %q is not of the form 2006-01-02T15:04:05.000Z", s)
+	bad := codes.Errorf(codes.BadUserInput, "DateTime %q is not a date-time such as 2026-07-20T18:00:00.000Z (three fraction digits and an offset)", s)
+	if len(s) > 32 || !dateTimeForm.MatchString(s) || strings.HasSuffix(s, "-00:00") {
+		return upstream.Timestamp{}, bad
 	}
-	t, err := time.Parse(upstream.TimestampLayout, s)
-	// time.Parse also takes a comma and a signed number as the fraction
-	// (",000", ".+00"); only the string it prints back is the contract's form.
-	if err != nil || t.Format(upstream.TimestampLayout) != s {
-		return upstream.Timestamp{}, codes.Errorf(codes.BadUserInput, "DateTime %q is not a valid instant of the form 2006-01-02T15:04:05.000Z", s)
+	norm := strings.ToUpper(s)
+	t, err := time.Parse("2006-01-02T15:04:05.000Z07:00", norm)
+	// time.Parse takes hours and minutes past their range in an offset and
+	// February 30 in no case, but a day past the month's end it refuses; a
+	// printed-back check keeps only what names one instant exactly.
+	if err != nil || t.Format("2006-01-02T15:04:05.000Z07:00") != strings.Replace(norm, "+00:00", "Z", 1) {
+		return upstream.Timestamp{}, bad
 	}
-	return upstream.Timestamp{Time: t}, nil
+	return upstream.Timestamp{Time: t.UTC()}, nil
 }
 
 // Bounds of the values of the JSON scalar.
