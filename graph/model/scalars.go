@@ -73,6 +73,9 @@ func ParseDateTime(s string) (upstream.Timestamp, error) {
 	if len(s) > 32 || !dateTimeForm.MatchString(s) || strings.HasSuffix(s, "-00:00") {
 		return upstream.Timestamp{}, bad
 	}
+	if off := s[23:]; len(off) == 6 && (off[1:3] > "23" || off[4:6] > "59") {
+		return upstream.Timestamp{}, bad // RFC 3339's offsets run to 23:59
+	}
 	norm := strings.ToUpper(s)
 	t, err := time.Parse("2006-01-02T15:04:05.000Z07:00", norm)
 	// time.Parse takes hours and minutes past their range in an offset and
