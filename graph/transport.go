@@ -86,8 +86,20 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 			codes.Errorf(codes.Unauthenticated, "an API key is required in the Authorization header"))
 		return
 	}
+	multipart := acceptsMultipart(r)
+	if !multipart {
+		withoutDefer(rc)
+	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
-	writeResponse(w, media, http.StatusOK, responses(ctx), true)
+	first := responses(ctx)
+	switch {
+	case first == nil:
+		codes.Write(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
+	case multipart && hasNext(first):
+		writeIncremental(ctx, w, first, responses)
+	default:
+		writeResponse(w, media, http.StatusOK, first, true)
+	}
 }
 
 // params reads the request's GraphQL parameters, or says why it cannot.
