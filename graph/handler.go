@@ -39,6 +39,16 @@ type Options struct {
 	Limits *limits.Config
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// PersistedQueries stores the queries of automatic persisted queries,
+	// by sha256 hash; nil means an in-memory store of 16 MB. Replicas that
+	// share one (Redis) serve a hash any of them registered.
+	PersistedQueries graphql.Cache[string]
+	// TrustedDocuments are the documents a frontend build sends by id
+	// (-persisted-documents); nil: none.
+	TrustedDocuments Manifest
+	// OnlyPersisted runs nothing but TrustedDocuments (-only-persisted),
+	// and registers no automatic persisted query.
+	OnlyPersisted bool
 	// Logger receives the panics of resolvers; nil discards them.
 	Logger *slog.Logger
 	// OnOperation, when not nil, is called with the name of each operation
@@ -63,7 +73,11 @@ func NewHandler(o Options) http.Handler {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
 	}
-	srv.AddTransport(httpTransport{maxBody: maxBody})
+	tr := httpTransport{maxBody: maxBody}
+	if o.TrustedDocuments != nil || o.OnlyPersisted {
+		tr.trusted = newTrusted(o.TrustedDocuments, o.OnlyPersisted)
+	}
+	srv.AddTransport(tr)
 	docs := newDocCache(docCacheBytes)
 	srv.SetQueryCache(docs)
 	if o.Introspection {
@@ -74,6 +88,15 @@ func NewHandler(o Options) http.Handler {
 	lim := limits.Defaults()
 	if o.Limits != nil {
 		lim = *o.Limits
+	}
+	// Automatic persisted queries fill in the query of a hash before the
+	// limits see it; with only trusted documents there are none.
+	if !o.OnlyPersisted {
+		store := o.PersistedQueries
+		if store == nil {
+			store = newAPQCache(apqCacheBytes)
+		}
+		srv.Use(apq{extension.AutomaticPersistedQuery{Cache: store}})
 	}
 	// The limits extension parses and validates every document not in the
 	// cache itself, measuring it first; the parser's own token limit is a

@@ -8,9 +8,10 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// Bounds of the cache of parsed documents.
+// Bounds of the caches of query texts and parsed documents.
 const (
-	// docCacheBytes bounds the memory the cache charges to its documents.
+	// docCacheBytes bounds the memory the cache of parsed documents charges
+	// to its documents.
 	docCacheBytes = 32 << 20
 	// astBytesPerQueryByte is what a document is charged per byte of its
 	// query: its syntax tree measures 17 to 24 times the text of a dense
@@ -20,29 +21,67 @@ const (
 	// one is kept only until the next document arrives, for the request
 	// that brought it.
 	maxCachedQuery = 64 << 10
+	// apqCacheBytes bounds the query texts the in-memory store of automatic
+	// persisted queries keeps.
+	apqCacheBytes = 16 << 20
 )
 
-// docCache is the executor's cache of parsed and validated documents,
-// bounded by bytes rather than entries: a thousand comment-padded
-// documents must not take gigabytes. The least recently used go first.
-type docCache struct {
+// sizedLRU is a least-recently-used cache bounded by what its entries are
+// charged, rather than by their number: a thousand comment-padded documents
+// must not take gigabytes. The newest entry is kept even when it alone is
+// over the bound, until the next one arrives.
+type sizedLRU[V any] struct {
 	mu      sync.Mutex
-	lru     *simplelru.LRU[string, *ast.QueryDocument]
+	lru     *simplelru.LRU[string, V]
 	charged int
 	max     int
+	charge  func(key string, v V) int
+}
+
+func newSizedLRU[V any](max int, charge func(string, V) int) *sizedLRU[V] {
+	c := &sizedLRU[V]{max: max, charge: charge}
+	// Entries are bounded by their charge; the count bound is a backstop.
+	c.lru, _ = simplelru.NewLRU[string, V](1<<20, func(k string, v V) { c.charged -= charge(k, v) })
+	return c
+}
+
+func (c *sizedLRU[V]) get(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Get(key)
+}
+
+func (c *sizedLRU[V]) add(key string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lru.Contains(key) {
+		return
+	}
+	c.lru.Add(key, v)
+	c.charged += c.charge(key, v)
+	for c.charged > c.max && c.lru.Len() > 1 {
+		c.lru.RemoveOldest()
+	}
+}
+
+func (c *sizedLRU[V]) bytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.charged
+}
+
+// docCache is the executor's cache of parsed and validated documents.
+type docCache struct {
+	lru *sizedLRU[*ast.QueryDocument]
+
+	mu sync.Mutex
 	// transient is a document too large to keep, held until the next one.
-	transient      string
-	transientDoc   *ast.QueryDocument
-	transientBytes int
+	transient    string
+	transientDoc *ast.QueryDocument
 }
 
 func newDocCache(maxBytes int) *docCache {
-	c := &docCache{max: maxBytes}
-	// Entries are bounded by bytes below; the count bound is only a backstop.
-	c.lru, _ = simplelru.NewLRU[string, *ast.QueryDocument](1<<20, func(q string, _ *ast.QueryDocument) {
-		c.charged -= charge(q)
-	})
-	return c
+	return &docCache{lru: newSizedLRU(maxBytes, func(q string, _ *ast.QueryDocument) int { return charge(q) })}
 }
 
 // charge is what a document of query costs the cache.
@@ -51,42 +90,53 @@ func charge(query string) int { return len(query) * astBytesPerQueryByte }
 // Get implements graphql.Cache.
 func (c *docCache) Get(_ context.Context, query string) (*ast.QueryDocument, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.transientDoc != nil && c.transient == query {
+		defer c.mu.Unlock()
 		return c.transientDoc, true
 	}
-	return c.lru.Get(query)
+	c.mu.Unlock()
+	return c.lru.get(query)
 }
 
 // Add implements graphql.Cache.
-func (c *docCache) Add(ctx context.Context, query string, doc *ast.QueryDocument) {
-	c.Keep(ctx, query, doc)
-}
+func (c *docCache) Add(ctx context.Context, query string, doc *ast.QueryDocument) { c.Keep(ctx, query, doc) }
 
 // Keep implements limits.Documents: a document within maxCachedQuery is
-// cached, evicting the least recently used until the cache is within its
-// bytes; a longer one replaces the transient slot.
+// cached; a longer one replaces the transient slot.
 func (c *docCache) Keep(_ context.Context, query string, doc *ast.QueryDocument) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.transient, c.transientDoc, c.transientBytes = "", nil, 0
+	c.transient, c.transientDoc = "", nil
 	if len(query) > maxCachedQuery {
-		c.transient, c.transientDoc, c.transientBytes = query, doc, charge(query)
+		c.transient, c.transientDoc = query, doc
+		c.mu.Unlock()
 		return
 	}
-	if c.lru.Contains(query) {
-		return
-	}
-	c.lru.Add(query, doc)
-	c.charged += charge(query)
-	for c.charged > c.max && c.lru.Len() > 1 {
-		c.lru.RemoveOldest()
-	}
+	c.mu.Unlock()
+	c.lru.add(query, doc)
 }
 
 // Bytes is what the cache charges for the documents it holds.
 func (c *docCache) Bytes() int {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.charged + c.transientBytes
+	n := 0
+	if c.transientDoc != nil {
+		n = charge(c.transient)
+	}
+	c.mu.Unlock()
+	return n + c.lru.bytes()
 }
+
+// apqCache is the in-memory store of automatic persisted queries: hash →
+// query text, bounded by the texts' bytes. Replicas that share a store use
+// Options.PersistedQueries instead.
+type apqCache struct{ lru *sizedLRU[string] }
+
+func newAPQCache(maxBytes int) apqCache {
+	return apqCache{newSizedLRU(maxBytes, func(hash, q string) int { return len(hash) + len(q) })}
+}
+
+// Get implements graphql.Cache.
+func (c apqCache) Get(_ context.Context, hash string) (string, bool) { return c.lru.get(hash) }
+
+// Add implements graphql.Cache.
+func (c apqCache) Add(_ context.Context, hash, query string) { c.lru.add(hash, query) }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -34,6 +35,7 @@ const NoKeyMaxBodyBytes = 32 << 10
 // what a request without a key may do before any of it runs.
 type httpTransport struct {
 	maxBody int64
+	trusted *trusted // trusted documents; nil: none
 }
 
 var _ graphql.Transport = httpTransport{}
@@ -61,7 +63,12 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	ctx := r.Context()
 	_, hasKey := upstream.APIKeyFrom(ctx)
-	params, rerr := t.params(w, r, hasKey)
+	params, docID, rerr := t.params(w, r, hasKey)
+	if rerr == nil && t.trusted != nil {
+		rerr = t.trusted.resolve(params, docID)
+	} else if rerr == nil && docID != "" {
+		rerr = &requestError{200, codes.Errorf(codes.PersistedQueryNotFound, "this gateway has no trusted documents")}
+	}
 	if rerr != nil {
 		codes.Write(w, r, rerr.status, rerr.err)
 		return
@@ -102,10 +109,11 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 }
 
-// params reads the request's GraphQL parameters, or says why it cannot.
-func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey bool) (*graphql.RawParams, *requestError) {
+// params reads the request's GraphQL parameters and the trusted document
+// it names, if any, or says why it cannot.
+func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey bool) (*graphql.RawParams, string, *requestError) {
 	if len(r.Header.Values("Authorization")) > 1 {
-		return nil, refuse(http.StatusBadRequest, codes.BadRequest, "send the API key in one Authorization header")
+		return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, "send the API key in one Authorization header")
 	}
 	limit := t.maxBody
 	if !hasKey {
@@ -114,29 +122,29 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 	switch r.Method {
 	case http.MethodGet:
 		if int64(len(r.URL.RawQuery)) > limit {
-			return nil, refuse(http.StatusRequestURITooLong, codes.RequestTooLarge, tooLarge("query string", limit, hasKey))
+			return nil, "", refuse(http.StatusRequestURITooLong, codes.RequestTooLarge, tooLarge("query string", limit, hasKey))
 		}
 		return paramsFromURL(r.URL)
 	case http.MethodPost:
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			return nil, refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the request as Content-Type: application/json")
+			return nil, "", refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the request as Content-Type: application/json")
 		}
 		if r.ContentLength > limit {
-			return nil, refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
+			return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
+			return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
 		}
 		if err != nil {
-			return nil, refuse(http.StatusBadRequest, codes.BadRequest, "the request body could not be read")
+			return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, "the request body could not be read")
 		}
 		return paramsFromBody(body)
 	}
 	w.Header().Set("Allow", "GET, POST, OPTIONS")
-	return nil, refuse(http.StatusMethodNotAllowed, codes.MethodNotAllowed, "send GraphQL with GET or POST")
+	return nil, "", refuse(http.StatusMethodNotAllowed, codes.MethodNotAllowed, "send GraphQL with GET or POST")
 }
 
 func tooLarge(what string, limit int64, hasKey bool) string {
@@ -148,19 +156,23 @@ func tooLarge(what string, limit int64, hasKey bool) string {
 }
 
 // postBody is a POST body's members; each is refused when of another type.
+// A trusted document is named by documentId (the GraphQL-over-HTTP
+// proposal's parameter) or doc_id (Relay's).
 type postBody struct {
 	Query         *string         `json:"query"`
 	OperationName *string         `json:"operationName"`
 	Variables     json.RawMessage `json:"variables"`
 	Extensions    json.RawMessage `json:"extensions"`
+	DocumentID    *string         `json:"documentId"`
+	DocID         *string         `json:"doc_id"`
 }
 
 // paramsFromBody decodes a POST body: exactly one JSON object, with a
 // string query, and the other members of their types or null. Errors say
 // what is wrong, never what was sent.
-func paramsFromBody(body []byte) (*graphql.RawParams, *requestError) {
-	bad := func(msg string) (*graphql.RawParams, *requestError) {
-		return nil, refuse(http.StatusBadRequest, codes.BadRequest, msg)
+func paramsFromBody(body []byte) (*graphql.RawParams, string, *requestError) {
+	bad := func(msg string) (*graphql.RawParams, string, *requestError) {
+		return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, msg)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var b postBody
@@ -174,10 +186,16 @@ func paramsFromBody(body []byte) (*graphql.RawParams, *requestError) {
 	if _, err := dec.Token(); err != io.EOF {
 		return bad("the body has data after its JSON object")
 	}
-	if b.Query == nil {
-		return bad("the body has no query")
+	docID := ""
+	for _, id := range []*string{b.DocumentID, b.DocID} {
+		if id != nil {
+			docID = *id
+		}
 	}
-	p := &graphql.RawParams{Query: *b.Query}
+	p := &graphql.RawParams{}
+	if b.Query != nil {
+		p.Query = *b.Query
+	}
 	if b.OperationName != nil {
 		p.OperationName = *b.OperationName
 	}
@@ -187,13 +205,16 @@ func paramsFromBody(body []byte) (*graphql.RawParams, *requestError) {
 	if err := decodeObject(b.Extensions, &p.Extensions); err != nil {
 		return bad("the body's extensions must be a JSON object")
 	}
-	return p, nil
+	if p.Query == "" && docID == "" && p.Extensions["persistedQuery"] == nil {
+		return bad("the body has no query, documentId or persistedQuery")
+	}
+	return p, docID, nil
 }
 
 // paramsFromURL reads a GET's parameters from its query string.
-func paramsFromURL(u *url.URL) (*graphql.RawParams, *requestError) {
-	bad := func(msg string) (*graphql.RawParams, *requestError) {
-		return nil, refuse(http.StatusBadRequest, codes.BadRequest, msg)
+func paramsFromURL(u *url.URL) (*graphql.RawParams, string, *requestError) {
+	bad := func(msg string) (*graphql.RawParams, string, *requestError) {
+		return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, msg)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
@@ -210,10 +231,11 @@ func paramsFromURL(u *url.URL) (*graphql.RawParams, *requestError) {
 			return bad("the extensions parameter must be a JSON object")
 		}
 	}
-	if p.Query == "" && p.Extensions["persistedQuery"] == nil {
+	docID := cmp.Or(q.Get("documentId"), q.Get("doc_id"))
+	if p.Query == "" && docID == "" && p.Extensions["persistedQuery"] == nil {
 		return bad("the query parameter is missing")
 	}
-	return p, nil
+	return p, docID, nil
 }
 
 // decodeObject decodes a JSON object or null into m, numbers kept exact as

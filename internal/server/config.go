@@ -41,6 +41,10 @@ type Config struct {
 	// it is "localhost" on the simulator and empty (no cross-origin caller)
 	// against a real upstream.
 	CORSOrigins []string
+	// CORSAllowedHeaders are the request headers a browser may send from
+	// another origin: by default what the GraphQL clients and tracing
+	// libraries send (DefaultCORSAllowedHeaders).
+	CORSAllowedHeaders []string
 	// Playground serves the GraphiQL playground at /.
 	Playground bool
 	// Introspection answers __schema and __type queries. The playground's
@@ -63,6 +67,13 @@ type Config struct {
 	// UpstreamInFlight bounds the upstream calls in flight across all
 	// requests (0: no bound).
 	UpstreamInFlight int
+	// PersistedDocuments is a manifest of trusted documents (document id →
+	// text, as Relay and graphql-codegen write it), which requests may name
+	// by documentId or doc_id; empty: none.
+	PersistedDocuments string
+	// OnlyPersisted runs nothing but the trusted documents of
+	// PersistedDocuments, and turns automatic persisted queries off.
+	OnlyPersisted bool
 
 	// Version makes the binary print its build information and exit.
 	Version bool
@@ -81,6 +92,12 @@ const (
 	corsLocalhost = "localhost"
 )
 
+// DefaultCORSAllowedHeaders are the request headers browsers may send by
+// default: the key, the media types, the request id, W3C trace context and
+// baggage, Sentry's trace header, and Apollo's client identification.
+var DefaultCORSAllowedHeaders = []string{"Authorization", "Content-Type", "Accept", "X-Request-Id", "traceparent",
+	"tracestate", "baggage", "sentry-trace", "apollographql-client-name", "apollographql-client-version"}
+
 // envPrefix starts the name of every environment variable of the gateway.
 const envPrefix = "COSTGW"
 
@@ -94,6 +111,9 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", DefaultRequestTimeout, "deadline of one request, all its upstream calls included")
 	fs.Var(cors, "cors-origins", "comma-separated `origins` allowed to call from a browser on another origin: exact, with one *, "+
 		"\"localhost\" (any port on localhost, 127.0.0.1, [::1]) or \"*\"; default localhost on the simulator, none against -upstream")
+	allowed := &listValue{list: &c.CORSAllowedHeaders, def: DefaultCORSAllowedHeaders}
+	*allowed.list = append([]string(nil), allowed.def...)
+	fs.Var(allowed, "cors-allowed-headers", "comma-separated request `headers` a browser may send from another origin")
 	fs.BoolVar(&c.Playground, "playground", true, "serve the GraphiQL playground at /")
 	fs.BoolVar(&c.Introspection, "introspection", true, "answer introspection queries (the playground's docs need them)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
@@ -109,6 +129,8 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
 	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
+	fs.StringVar(&c.PersistedDocuments, "persisted-documents", "", "trusted documents: a JSON `file` of document id to document text (Relay, graphql-codegen) or an Apollo persisted query manifest")
+	fs.BoolVar(&c.OnlyPersisted, "only-persisted", false, "run only the documents of -persisted-documents; no automatic persisted queries")
 	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
 	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -listen on loopback; exit 0 if it answers 200, else 1")
 	fs.Action("version", "healthcheck")
@@ -175,12 +197,38 @@ func (c Config) validate() error {
 			errs.Addf("upstream", c.Upstream, "want an absolute http(s) URL such as https://api.example.com")
 		}
 	}
+	if c.OnlyPersisted && c.PersistedDocuments == "" {
+		errs.Addf("only-persisted", true, "want -persisted-documents too: there would be nothing to run")
+	}
 	for _, o := range c.CORSOrigins {
 		if err := checkOrigin(o); err != nil {
 			errs.Addf("cors-origins", strings.Join(c.CORSOrigins, ","), "%v", err)
 		}
 	}
 	return errs.Err()
+}
+
+// listValue is a comma-separated flag value that replaces its default.
+type listValue struct {
+	list *[]string
+	def  []string
+}
+
+func (l *listValue) String() string {
+	if l == nil || l.list == nil {
+		return ""
+	}
+	return strings.Join(*l.list, ",")
+}
+
+func (l *listValue) Set(s string) error {
+	*l.list = nil
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l.list = append(*l.list, v)
+		}
+	}
+	return nil
 }
 
 // originList is the value of -cors-origins. It remembers whether it was set,

@@ -90,12 +90,12 @@ func countCalls(ctx context.Context, _ upstream.Attempt) (context.Context, func(
 // Config.CORSOrigins) and answers their preflight requests. The gateway
 // takes keys from the Authorization header, never from cookies, so it does
 // not allow credentials.
-func withCORS(origins []string, next http.Handler) http.Handler {
+func withCORS(origins, headers []string, next http.Handler) http.Handler {
 	m := newOriginMatcher(origins)
 	return cors.New(cors.Options{
 		AllowOriginFunc: m.allow,
 		AllowedMethods:  []string{http.MethodGet, http.MethodPost},
-		AllowedHeaders:  []string{"Authorization", "Content-Type", "Accept", httpx.RequestIDHeader},
+		AllowedHeaders:  headers,
 		ExposedHeaders:  []string{httpx.RequestIDHeader},
 		MaxAge:          600,
 	}).Handler(next)

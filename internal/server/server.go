@@ -85,16 +85,26 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 	}
 	readyz := newReadiness(client.Ping, min(readinessTimeout, cfg.UpstreamTimeout), log)
 
+	var trusted graph.Manifest
+	if cfg.PersistedDocuments != "" {
+		if trusted, err = graph.ReadManifest(cfg.PersistedDocuments); err != nil {
+			return fmt.Errorf("-persisted-documents: %w", err)
+		}
+		log.Info("trusted documents", "file", cfg.PersistedDocuments, "documents", len(trusted), "only_persisted", cfg.OnlyPersisted)
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(graph.Options{
-		Client:        client,
-		CursorSecret:  []byte(cfg.CursorSecret),
-		Introspection: cfg.Introspection,
-		Logger:        log,
-		OnOperation:   nameOperation,
-		Limits:        &cfg.Limits,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		Loaders:       loaders.Options{MaxConcurrency: cfg.RequestFanout},
+		TrustedDocuments: trusted,
+		OnlyPersisted:    cfg.OnlyPersisted,
+		Client:           client,
+		CursorSecret:     []byte(cfg.CursorSecret),
+		Introspection:    cfg.Introspection,
+		Logger:           log,
+		OnOperation:      nameOperation,
+		Limits:           &cfg.Limits,
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		Loaders:          loaders.Options{MaxConcurrency: cfg.RequestFanout},
 	}))
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.Handle("GET /readyz", readyz)
@@ -114,7 +124,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 		httpx.RequestID(
 			withStats(
 				httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: statsAttrs},
-					withCORS(cfg.CORSOrigins,
+					withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
 						httpx.Deadline(cfg.RequestTimeout, mux))))))
 
 	srv := &http.Server{

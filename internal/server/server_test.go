@@ -29,18 +29,19 @@ import (
 // defaults is the configuration with no flag and no environment variable.
 func defaults() Config {
 	return Config{
-		Listen:           ":8080",
-		UpstreamTimeout:  15 * time.Second,
-		RequestTimeout:   30 * time.Second,
-		CORSOrigins:      []string{"localhost"},
-		Playground:       true,
-		Introspection:    true,
-		LogLevel:         slog.LevelInfo,
-		LogFormat:        "json",
-		Limits:           limits.Defaults(),
-		MaxBodyBytes:     2_000_000,
-		RequestFanout:    100,
-		UpstreamInFlight: 256,
+		Listen:             ":8080",
+		UpstreamTimeout:    15 * time.Second,
+		RequestTimeout:     30 * time.Second,
+		CORSOrigins:        []string{"localhost"},
+		CORSAllowedHeaders: DefaultCORSAllowedHeaders,
+		Playground:         true,
+		Introspection:      true,
+		LogLevel:           slog.LevelInfo,
+		LogFormat:          "json",
+		Limits:             limits.Defaults(),
+		MaxBodyBytes:       2_000_000,
+		RequestFanout:      100,
+		UpstreamInFlight:   256,
 	}
 }
 
@@ -55,6 +56,9 @@ func TestParseConfig(t *testing.T) {
 		want change
 	}{
 		{"defaults", nil, nil, func(c *Config) {}},
+		{"cors-allowed-headers", []string{"-cors-allowed-headers", "Authorization, X-Custom"}, nil, func(c *Config) { c.CORSAllowedHeaders = []string{"Authorization", "X-Custom"} }},
+		{"persisted documents", nil, map[string]string{"COSTGW_PERSISTED_DOCUMENTS": "docs.json", "COSTGW_ONLY_PERSISTED": "true"},
+			func(c *Config) { c.PersistedDocuments, c.OnlyPersisted = "docs.json", true }},
 		{"listen flag", []string{"-listen", "127.0.0.1:9000"}, nil, func(c *Config) { c.Listen = "127.0.0.1:9000" }},
 		{"listen env", nil, map[string]string{"COSTGW_LISTEN": ":9001"}, func(c *Config) { c.Listen = ":9001" }},
 		{"upstream flag: no CORS origins by default", []string{"-upstream", "https://api.example.com/cost"}, nil, func(c *Config) {
@@ -378,7 +382,8 @@ func TestCORS(t *testing.T) {
 				req, _ := http.NewRequest(http.MethodOptions, gw.url+"/graphql", nil)
 				req.Header.Set("Origin", c.origin)
 				req.Header.Set("Access-Control-Request-Method", "POST")
-				req.Header.Set("Access-Control-Request-Headers", "authorization, content-type")
+				// Sorted and lower-cased, as browsers send it (the Fetch standard).
+				req.Header.Set("Access-Control-Request-Headers", "apollographql-client-name,authorization,content-type,traceparent")
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
@@ -388,8 +393,9 @@ func TestCORS(t *testing.T) {
 				if allowed := got == c.origin; allowed != c.allow {
 					t.Errorf("preflight from %s: Access-Control-Allow-Origin %q, want allowed=%v", c.origin, got, c.allow)
 				}
-				if c.allow && !strings.Contains(strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")), "authorization") {
-					t.Errorf("preflight from %s does not allow the Authorization header: %v", c.origin, resp.Header)
+				if allowed := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")); c.allow &&
+					(!strings.Contains(allowed, "authorization") || !strings.Contains(allowed, "traceparent")) {
+					t.Errorf("preflight from %s does not allow the Authorization and traceparent headers: %v", c.origin, resp.Header)
 				}
 				if resp.Header.Get("Access-Control-Allow-Credentials") != "" {
 					t.Errorf("preflight from %s allows credentials", c.origin)

@@ -1,0 +1,131 @@
+package graph_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+func hashOf(q string) string {
+	b := sha256.Sum256([]byte(q))
+	return hex.EncodeToString(b[:])
+}
+
+func withTrusted(m graph.Manifest, only bool) envOption {
+	return func(c *envConfig) { c.graph.TrustedDocuments, c.graph.OnlyPersisted = m, only }
+}
+
+// bodyOf encodes a request body of the given members.
+func bodyOf(m map[string]any) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// Apollo's automatic persisted queries: an unknown hash asks for the query;
+// the query with its hash registers it; then the hash alone runs it, by
+// POST or by a GET a CDN can cache.
+func TestAutomaticPersistedQueries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const q = `query Names { budgets(first: 2) { nodes { name } } }`
+	pq := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf(q)}}
+	auth := []string{"Authorization", "Bearer " + sim.DemoKey}
+
+	if r := e.post(t, bodyOf(map[string]any{"extensions": pq}), auth...); r.code(t) != string(codes.PersistedQueryNotFound) || r.status != 200 {
+		t.Fatalf("an unknown hash: %d %s", r.status, r.raw)
+	}
+	first := e.post(t, bodyOf(map[string]any{"query": q, "extensions": pq}), auth...)
+	if len(first.Errors) > 0 {
+		t.Fatalf("the query with its hash: %s", first.raw)
+	}
+	if r := e.post(t, bodyOf(map[string]any{"extensions": pq}), auth...); len(r.Errors) > 0 || string(r.Data) != string(first.Data) {
+		t.Errorf("the hash alone: %s", r.raw)
+	}
+	ext, _ := json.Marshal(pq)
+	req := httptest.NewRequest("GET", "/graphql?extensions="+url.QueryEscape(string(ext)), nil)
+	req.Header.Set(auth[0], auth[1])
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if r := decode(t, rec); len(r.Errors) > 0 || string(r.Data) != string(first.Data) {
+		t.Errorf("a GET with the hash: %d %s", rec.Code, rec.Body)
+	}
+	wrong := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf("other")}}
+	if r := e.post(t, bodyOf(map[string]any{"query": q, "extensions": wrong}), auth...); r.code(t) != string(codes.BadRequest) {
+		t.Errorf("a hash that is not the query's: %s", r.raw)
+	}
+}
+
+// Trusted documents are named by documentId, doc_id or their hash; with
+// -only-persisted nothing else runs.
+func TestTrustedDocuments(t *testing.T) {
+	t.Parallel()
+	const q = `query Names { budgets(first: 2) { nodes { name } } }`
+	m := graph.Manifest{"names-v1": q}
+	auth := []string{"Authorization", "Bearer " + sim.DemoKey}
+	for _, only := range []bool{false, true} {
+		e := newEnv(t, withTrusted(m, only))
+		want := e.post(t, bodyOf(map[string]any{"documentId": "names-v1"}), auth...)
+		if len(want.Errors) > 0 || len(want.Data) == 0 {
+			t.Fatalf("only=%v: documentId: %s", only, want.raw)
+		}
+		for name, body := range map[string]map[string]any{
+			"doc_id":          {"doc_id": "names-v1"},
+			"persisted hash":  {"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf(q)}}},
+			"the text itself": {"query": q},
+		} {
+			if r := e.post(t, bodyOf(body), auth...); len(r.Errors) > 0 || string(r.Data) != string(want.Data) {
+				t.Errorf("only=%v: %s: %s", only, name, r.raw)
+			}
+		}
+		if r := e.post(t, bodyOf(map[string]any{"documentId": "nope"}), auth...); r.code(t) != string(codes.PersistedQueryNotFound) {
+			t.Errorf("only=%v: an unknown documentId: %s", only, r.raw)
+		}
+		other := `{ budgets(first: 1) { nodes { id } } }`
+		r := e.post(t, bodyOf(map[string]any{"query": other,
+			"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf(other)}}}), auth...)
+		switch {
+		case only && (r.code(t) != string(codes.PersistedQueryNotInList) || r.status != 400):
+			t.Errorf("only: a query not in the manifest, registered as an APQ: %d %s", r.status, r.raw)
+		case !only && len(r.Errors) > 0:
+			t.Errorf("a query not in the manifest, without -only-persisted: %s", r.raw)
+		}
+	}
+}
+
+// The manifest formats: Relay's and graphql-codegen's JSON object, and
+// Apollo's persisted query manifest.
+func TestReadManifest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for name, body := range map[string]string{
+		"relay.json": `{"a1": "query A { __typename }"}`,
+		"apollo.json": `{"format": "apollo-persisted-query-manifest", "version": 1,
+			"operations": [{"id": "a1", "name": "A", "type": "query", "body": "query A { __typename }"}]}`,
+	} {
+		m, err := graph.ReadManifest(write(name, body))
+		if err != nil || m["a1"] != "query A { __typename }" {
+			t.Errorf("%s: %v %v", name, m, err)
+		}
+	}
+	for _, body := range []string{`[]`, `{"a": 1}`, `{"": "q"}`, `not json`} {
+		if _, err := graph.ReadManifest(write("bad.json", body)); err == nil {
+			t.Errorf("%s: no error", body)
+		}
+	}
+}
