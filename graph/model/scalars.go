@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -236,3 +237,23 @@ func kind(v any) string {
 // Explorer is the root of the Explorer queries; it holds nothing, and each of
 // its fields is one upstream call.
 type Explorer struct{}
+
+// MarshalFloat prints a Float as a plain decimal, the shortest that reads
+// back as the same number, never in exponent notation: gqlgen's %g wrote a
+// budget's target of 3 432 522.36 as 3.43252236e+06. A value that is not a
+// number (NaN, ±Inf) fails its field.
+func MarshalFloat(f float64) graphql.ContextMarshaler {
+	return graphql.ContextWriterFunc(func(_ context.Context, w io.Writer) error {
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return codes.Errorf(codes.UpstreamBadResponse, "the upstream sent a number that is not finite")
+		}
+		var buf [32]byte
+		_, err := w.Write(strconv.AppendFloat(buf[:0], f, 'f', -1, 64))
+		return err
+	})
+}
+
+// UnmarshalFloat reads a Float input as gqlgen does.
+func UnmarshalFloat(ctx context.Context, v any) (float64, error) {
+	return graphql.UnmarshalFloatContext(ctx, v)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -212,5 +213,24 @@ func TestInt64(t *testing.T) {
 		} else {
 			wantBadInput(t, in, err)
 		}
+	}
+}
+
+// Floats print as plain decimals, never in exponent notation, and read
+// back as the same number.
+func TestFloatHasNoExponent(t *testing.T) {
+	t.Parallel()
+	for f, want := range map[float64]string{3432522.36: "3432522.36", 1e21: "1000000000000000000000", 0.0001: "0.0001",
+		-40378.49: "-40378.49", 0: "0", 12: "12"} {
+		var b bytes.Buffer
+		if err := MarshalFloat(f).MarshalGQLContext(context.Background(), &b); err != nil || b.String() != want {
+			t.Errorf("MarshalFloat(%v) = %q, %v; want %q", f, b.String(), err, want)
+		}
+		if back, _ := strconv.ParseFloat(b.String(), 64); back != f {
+			t.Errorf("%q reads back as %v, not %v", b.String(), back, f)
+		}
+	}
+	if err := MarshalFloat(math.NaN()).MarshalGQLContext(context.Background(), io.Discard); err == nil {
+		t.Error("NaN printed")
 	}
 }
