@@ -217,6 +217,30 @@ func TestComposeServices(t *testing.T) {
 	}
 }
 
+// TestComposeMergeKeysFirst keeps every merge key (<<: *anchor) first in
+// its mapping. The YAML spec, which Compose follows, lets a mapping's own
+// keys win over merged ones wherever they stand; the YAML library these
+// tests use lets whichever comes later win. With merges first, both read
+// the same values.
+func TestComposeMergeKeysFirst(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := ""
+	for i, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if strings.HasPrefix(trimmed, "<<:") && !strings.HasSuffix(prev, ":") {
+			t.Errorf("compose.yaml:%d: a merge key after other keys of its mapping (%q); put it first", i+1, trimmed)
+		}
+		prev = trimmed
+	}
+}
+
 // mounted returns where in service's container the file or folder src of
 // the repository's deploy/ folder is mounted.
 func (c composeStack) mounted(t *testing.T, service, src string) string {
