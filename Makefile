@@ -48,14 +48,19 @@ build-sim:
 # The deployment files (deploy/README.md). kubeconform validates the
 # Kubernetes manifests against the schemas in deploy/k8s/schemas, generated
 # from Kubernetes' own OpenAPI documents (so nothing but the Go module proxy
-# is needed); deploy's tests check what a schema cannot: the compose stack's
-# and the manifests' settings against the commands' flags, how their parts
-# fit together, and the dashboard's queries against the gateway's metrics.
-# It also runs the simulator image's commands (build-sim).
+# is needed). compose-go's command, the loader of `docker compose`, loads
+# deploy/compose.yaml as `docker compose config` would (merges, the Compose
+# Specification's schema), from deploy/ as docker compose's project folder.
+# deploy's tests check what a schema cannot: the compose stack's and the
+# manifests' settings against the commands' flags, how their parts fit
+# together, and the dashboard's queries against the gateway's metrics. It
+# also runs the simulator image's commands (build-sim).
 KUBECONFORM := github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0
+COMPOSE_SPEC := github.com/compose-spec/compose-go/v2/cmd@v2.16.2
 deploy-check: build-sim
 	go run $(KUBECONFORM) -strict -summary -skip Kustomization \
 	  -schema-location 'deploy/k8s/schemas/{{.ResourceKind}}{{.KindSuffix}}.json' $(wildcard deploy/k8s/*.yaml)
+	cd deploy && go run $(COMPOSE_SPEC) compose.yaml >/dev/null && echo "compose.yaml: valid"
 	go test -count=1 ./deploy
 
 # The benchmarks: the gateway, a direct Go client and GraphQL Mesh on one
