@@ -6,9 +6,10 @@
 #               GraphQL-over-HTTP audit and the browser test among them), and
 #               the frontend check
 #
-# `make build` makes the static binary the Dockerfile makes. The Dockerfile
-# runs the same commands as the recipes below; TestDockerfileRunsTheMakefile
-# keeps them equal.
+# `make build` makes the static binary the Dockerfile makes, and `make
+# build-sim` the one deploy/costsim.Dockerfile makes. The Dockerfiles run the
+# same commands as the recipes below; TestDockerfileRunsTheMakefile keeps
+# them equal. `make deploy-check` validates the deployment files of deploy/.
 
 PLAYGROUND := web/playground
 PLAYGROUND_SOURCES := $(PLAYGROUND)/index.html $(PLAYGROUND)/vite.config.js $(PLAYGROUND)/package.json \
@@ -17,7 +18,7 @@ PLAYGROUND_SOURCES := $(PLAYGROUND)/index.html $(PLAYGROUND)/vite.config.js $(PL
 # Flags for `make run`, such as ARGS="-listen :9090".
 ARGS ?=
 
-.PHONY: run test build playground fuzz bench bench-smoke bench-hostile profile frontend-check
+.PHONY: run test build build-sim deploy-check playground fuzz bench bench-smoke bench-hostile profile frontend-check
 
 # How long `make fuzz` runs each fuzz target: a duration, or a number of
 # inputs such as 200000x. CI uses a count: a time limit makes Go's fuzzer
@@ -38,6 +39,29 @@ build: playground
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o costgw .
 
 playground: $(PLAYGROUND)/dist/index.html
+
+# The simulator's static binary, the upstream of deploy/compose.yaml.
+build-sim:
+	go mod download
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o costsim ./cmd/costsim
+
+# The deployment files (deploy/README.md). kubeconform validates the
+# Kubernetes manifests against the schemas in deploy/k8s/schemas, generated
+# from Kubernetes' own OpenAPI documents (so nothing but the Go module proxy
+# is needed). compose-go's command, the loader of `docker compose`, loads
+# deploy/compose.yaml as `docker compose config` would (merges, the Compose
+# Specification's schema), from deploy/ as docker compose's project folder.
+# deploy's tests check what a schema cannot: the compose stack's and the
+# manifests' settings against the commands' flags, how their parts fit
+# together, and the dashboard's queries against the gateway's metrics. It
+# also runs the simulator image's commands (build-sim).
+KUBECONFORM := github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0
+COMPOSE_SPEC := github.com/compose-spec/compose-go/v2/cmd@v2.16.2
+deploy-check: build-sim
+	go run $(KUBECONFORM) -strict -summary -skip Kustomization \
+	  -schema-location 'deploy/k8s/schemas/{{.ResourceKind}}{{.KindSuffix}}.json' $(wildcard deploy/k8s/*.yaml)
+	cd deploy && go run $(COMPOSE_SPEC) compose.yaml >/dev/null && echo "compose.yaml: valid"
+	go test -count=1 ./deploy
 
 # The benchmarks: the gateway, a direct Go client and GraphQL Mesh on one
 # simulator, written to docs/benchmarks.md (about twenty minutes).

@@ -35,17 +35,15 @@ func makeRecipes(t *testing.T) []string {
 	return cmds
 }
 
-// TestDockerfileRunsTheMakefile checks that every RUN of the Dockerfile is
-// a command of the Makefile's recipes, run in the same folder, so that CI,
-// which runs `make test` and `make build`, runs what the image's build runs.
-// (No container engine runs here to build the image itself.)
-func TestDockerfileRunsTheMakefile(t *testing.T) {
-	t.Parallel()
-	b, err := os.ReadFile("Dockerfile")
+// dockerfileRuns checks that every RUN of the Dockerfile file is a command
+// of the Makefile's recipes, run in the same folder, and returns how many
+// RUN instructions it has.
+func dockerfileRuns(t *testing.T, file string, recipes []string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recipes := makeRecipes(t)
 	const root = "/src"
 	workdir := "/"
 	var runs int
@@ -60,7 +58,7 @@ func TestDockerfileRunsTheMakefile(t *testing.T) {
 			runs++
 			rel, ok := strings.CutPrefix(workdir, root)
 			if !ok {
-				t.Errorf("RUN %s runs in %s, outside the source folder %s", arg, workdir, root)
+				t.Errorf("%s: RUN %s runs in %s, outside the source folder %s", file, arg, workdir, root)
 				continue
 			}
 			want := arg
@@ -72,12 +70,46 @@ func TestDockerfileRunsTheMakefile(t *testing.T) {
 				found = found || r == want
 			}
 			if !found {
-				t.Errorf("the Dockerfile runs %q, which no Makefile recipe runs; recipes:\n%s", want, strings.Join(recipes, "\n"))
+				t.Errorf("%s runs %q, which no Makefile recipe runs; recipes:\n%s", file, want, strings.Join(recipes, "\n"))
 			}
 		}
 	}
-	if runs < 4 {
+	return runs
+}
+
+// TestDockerfileRunsTheMakefile checks that every RUN of the Dockerfiles is
+// a command of the Makefile's recipes, run in the same folder, so that CI,
+// which runs `make test`, `make build` and `make deploy-check`, runs what
+// the images' builds run. (No container engine runs here to build the
+// images themselves.)
+func TestDockerfileRunsTheMakefile(t *testing.T) {
+	t.Parallel()
+	recipes := makeRecipes(t)
+	if runs := dockerfileRuns(t, "Dockerfile", recipes); runs < 4 {
 		t.Errorf("the Dockerfile has %d RUN instructions, want the npm and go steps", runs)
+	}
+	// The simulator's image, for deploy/compose.yaml: the same Go and
+	// runtime images as the gateway's.
+	if runs := dockerfileRuns(t, "deploy/costsim.Dockerfile", recipes); runs < 2 {
+		t.Errorf("deploy/costsim.Dockerfile has %d RUN instructions, want the go steps", runs)
+	}
+	sim, err := os.ReadFile("deploy/costsim.Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"FROM golang:1.26 AS build",
+		"FROM gcr.io/distroless/static-debian12:nonroot",
+		"USER nonroot",
+	} {
+		if !strings.Contains(string(sim), want) {
+			t.Errorf("deploy/costsim.Dockerfile lacks %q", want)
+		}
+	}
+
+	b, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	// The image builds with the Node.js major that .nvmrc names, which CI
@@ -103,7 +135,7 @@ func TestDockerfileRunsTheMakefile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"make test", "make build"} {
+	for _, want := range []string{"make test", "make build", "make deploy-check"} {
 		if !regexp.MustCompile(`(?m)^` + want + `$`).Match(ci) {
 			t.Errorf(".ci/run does not run %q", want)
 		}
