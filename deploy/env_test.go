@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,34 +19,6 @@ import (
 
 	"github.com/costgw/gateway/internal/server"
 )
-
-// pendingGatewayVars are the gateway's variables that issue 11 names and
-// fixes but whose flags may not exist yet: the deployment files set them
-// ahead of the code. A name here is accepted when the flag set lacks it, and
-// checked for form below; once the flags exist this list can go.
-var pendingGatewayVars = map[string]func(string) error{
-	"COSTGW_ADMIN_LISTEN": func(v string) error {
-		_, port, err := net.SplitHostPort(v)
-		if err == nil && port == "" {
-			err = errors.New("no port")
-		}
-		return err
-	},
-	"COSTGW_REDIS_URL": func(v string) error {
-		u, err := url.Parse(v)
-		if err == nil && (u.Scheme != "redis" && u.Scheme != "rediss" || u.Host == "") {
-			err = errors.New("want redis://host:port/db")
-		}
-		return err
-	},
-	"COSTGW_RATE_LIMIT": func(v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err == nil && f < 0 {
-			err = errors.New("want 0 (off) or a positive number of requests per second")
-		}
-		return err
-	},
-}
 
 // otelVars are the standard OpenTelemetry variables the gateway reads
 // (issue 11), with the values the Go SDK accepts.
@@ -117,7 +88,7 @@ func gatewayVars(t *testing.T) []string {
 }
 
 // checkGatewayEnv checks the environment env that where gives the gateway:
-// every COSTGW_ variable is a flag's (or one of issue 11's), the gateway's
+// every COSTGW_ variable is a flag's, the gateway's
 // own parser accepts the values, and the OpenTelemetry variables are
 // standard ones with values the SDK accepts. Names in others are set for
 // another reason (Kubernetes' own, GOMEMLIMIT) and not checked.
@@ -127,14 +98,7 @@ func checkGatewayEnv(t *testing.T, where string, env map[string]string, others .
 	for name, v := range env {
 		switch {
 		case strings.HasPrefix(name, "COSTGW_"):
-			if check, pending := pendingGatewayVars[name]; pending {
-				if err := check(v); err != nil {
-					t.Errorf("%s: %s=%q: %v", where, name, v, err)
-				}
-				if !slices.Contains(known, name) {
-					t.Logf("%s: %s is not a flag's variable yet; issue 11 fixes its name", where, name)
-				}
-			} else if !slices.Contains(known, name) {
+			if !slices.Contains(known, name) {
 				t.Errorf("%s: %s is no flag's variable; the gateway ignores it (costgw -h lists them: %s)", where, name, strings.Join(known, ", "))
 			}
 		case strings.HasPrefix(name, "OTEL_"):

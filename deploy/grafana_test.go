@@ -9,7 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
+
+	"github.com/costgw/gateway/internal/telemetry"
+	"github.com/costgw/gateway/upstream"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/costgw/gateway/graph/codes"
 )
@@ -21,21 +26,35 @@ type metric struct {
 	histogram bool // also name_bucket (with le), name_sum, name_count
 }
 
-// exportedMetrics are the gateway's own metrics, with the names and labels
-// issue 11 fixes. When the gateway's metrics package exists, read them from
-// its registry instead.
-var exportedMetrics = map[string]metric{
-	"costgw_graphql_requests_total":           {labels: []string{"operation_type", "code"}},
-	"costgw_graphql_request_duration_seconds": {labels: []string{"operation_type"}, histogram: true},
-	"costgw_graphql_requests_in_flight":       {},
-	"costgw_upstream_calls_total":             {labels: []string{"route", "status"}},
-	"costgw_upstream_call_duration_seconds":   {labels: []string{"route"}, histogram: true},
-	"costgw_upstream_retries_total":           {labels: []string{"route"}},
-	"costgw_upstream_breakers_open":           {},
-	"costgw_limit_rejections_total":           {labels: []string{"limit"}},
-	"costgw_query_cache_lookups_total":        {labels: []string{"result"}},
-	"costgw_rate_limit_rejections_total":      {},
-	"costgw_panics_total":                     {labels: []string{"where"}},
+// exportedMetrics are the gateway's own metrics, read from its registry:
+// every metric is touched once, so each family and its labels show in a
+// Gather.
+var exportedMetrics = gatherMetrics()
+
+func gatherMetrics() map[string]metric {
+	m := telemetry.NewMetrics(func() int { return 0 })
+	m.RequestStarted()("query", "OK", time.Millisecond)
+	m.UpstreamAttempt(upstream.AttemptResult{Attempt: upstream.Attempt{Route: "/v1/budgets", Number: 2}, Status: 200})
+	m.CacheLookup(true)
+	m.RateLimited()
+	m.Panic("resolver")
+	families, err := m.Registry.Gather()
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]metric{}
+	for _, f := range families {
+		name := f.GetName()
+		if !strings.HasPrefix(name, "costgw_") {
+			continue
+		}
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels = append(labels, l.GetName())
+		}
+		out[name] = metric{labels: labels, histogram: f.GetType() == dto.MetricType_HISTOGRAM}
+	}
+	return out
 }
 
 // runtimeMetrics are the Go and process collectors' metrics the dashboard

@@ -46,7 +46,7 @@ func guardDeadline(log *slog.Logger, next http.Handler) http.Handler {
 		case <-timer.C:
 		}
 		if gw.timeOut() {
-			codes.Write(w, r, http.StatusGatewayTimeout,
+			refuseRequest(w, r, http.StatusGatewayTimeout,
 				codes.Errorf(codes.RequestTimeout, "the request did not finish in time"))
 			go func() {
 				if p := <-done; p != nil && p != http.ErrAbortHandler {

@@ -51,11 +51,12 @@ type Options struct {
 	OnlyPersisted bool
 	// Logger receives the panics of resolvers; nil discards them.
 	Logger *slog.Logger
-	// OnOperation, when not nil, is called with the name of each operation
-	// the endpoint runs (empty for an anonymous one), after it is parsed and
-	// validated and before it runs. The server names operations in its access
-	// log with it.
-	OnOperation func(ctx context.Context, name string)
+	// OnPanic, when not nil, is told of every panic the endpoint recovers:
+	// where is "resolver" or "loader". The server counts them.
+	OnPanic func(where string)
+	// OnCacheLookup, when not nil, is told whether each request's document
+	// was in the cache of parsed documents.
+	OnCacheLookup func(hit bool)
 }
 
 // DefaultMaxBodyBytes is the default request body limit (Apollo Router's default).
@@ -101,46 +102,39 @@ func NewHandler(o Options) http.Handler {
 	// The limits extension parses and validates every document not in the
 	// cache itself, measuring it first; the parser's own token limit is a
 	// second guard for a document gqlgen parses again.
-	srv.Use(&limits.Extension{Config: lim, Documents: docs, DisableSuggestion: !o.Introspection})
+	srv.Use(&limits.Extension{Config: lim, Documents: docs, DisableSuggestion: !o.Introspection, OnLookup: o.OnCacheLookup})
 	if lim.MaxTokens > 0 {
 		srv.SetParserTokenLimit(lim.MaxTokens + 1)
 	}
-	if o.OnOperation != nil {
-		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-			if oc := graphql.GetOperationContext(ctx); oc != nil {
-				o.OnOperation(ctx, operationName(oc))
-			}
-			return next(ctx)
-		})
-	}
+	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		if i, oc := InfoFrom(ctx), graphql.GetOperationContext(ctx); i != nil && oc != nil {
+			i.setOperation(oc)
+		}
+		return next(ctx)
+	})
 	srv.AroundResponses(costExtension)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := presenter{log: log}
+	p := presenter{log: log, onPanic: o.OnPanic}
 	srv.SetErrorPresenter(p.present)
 	srv.SetRecoverFunc(p.recover)
 	lo := o.Loaders
 	if lo.Logger == nil {
 		lo.Logger = log
 	}
-	return guardDeadline(log, withCaller(loaders.Middleware(o.Client, lo, srv)))
-}
-
-// operationName is the name of the operation oc runs, "" when anonymous.
-func operationName(oc *graphql.OperationContext) string {
-	if oc.OperationName == "" && oc.Operation != nil {
-		return oc.Operation.Name
+	if lo.OnPanic == nil && o.OnPanic != nil {
+		lo.OnPanic = func() { o.OnPanic("loader") }
 	}
-	return oc.OperationName
+	return guardDeadline(log, withCaller(loaders.Middleware(o.Client, lo, srv)))
 }
 
 // withCaller puts what identifies the caller into the request context: the
 // bearer key of the Authorization header, where the upstream client finds
 // it, the request id the server's middleware set on the response
 // (X-Request-Id), which the error presenter adds to the gateway's own
-// errors, and the counter of its upstream calls. A request without a key still runs: introspection and __typename
+// errors, and the request's Info when the server has not given it one. A request without a key still runs: introspection and __typename
 // need none, and fields that need the upstream fail with UNAUTHENTICATED.
 func withCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -151,10 +145,16 @@ func withCaller(next http.Handler) http.Handler {
 		if id := w.Header().Get("X-Request-Id"); id != "" {
 			ctx = context.WithValue(ctx, requestIDKey{}, id)
 		}
-		ctx = context.WithValue(ctx, callCounterKey{}, &callCounter{})
+		if InfoFrom(ctx) == nil {
+			ctx, _ = WithInfo(ctx)
+		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// BearerKey returns the caller's bearer key, as the endpoint reads it from
+// the Authorization header.
+func BearerKey(r *http.Request) (string, bool) { return bearer(r.Header.Get("Authorization")) }
 
 // bearer returns the key of an "Authorization: Bearer <key>" header value.
 func bearer(h string) (string, bool) {

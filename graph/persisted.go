@@ -129,7 +129,9 @@ func apqHash(ext map[string]any) string {
 
 // apq is gqlgen's automatic persisted queries extension, with a code on
 // every error it returns (its own set none but PERSISTED_QUERY_NOT_FOUND).
-type apq struct{ extension.AutomaticPersistedQuery }
+type apq struct {
+	extension.AutomaticPersistedQuery
+}
 
 func (a apq) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
 	err := a.AutomaticPersistedQuery.MutateOperationParameters(ctx, p)

@@ -19,7 +19,10 @@ import (
 // registered extensions.code, in one place. An upstream error adds
 // upstreamCode, requestId and status (and idempotencyKey for a write), never
 // the upstream URL, a header or a raw body.
-type presenter struct{ log *slog.Logger }
+type presenter struct {
+	log     *slog.Logger
+	onPanic func(where string)
+}
 
 // present is the gqlgen error presenter.
 func (p presenter) present(ctx context.Context, err error) *gqlerror.Error {
@@ -56,6 +59,9 @@ func (p presenter) recover(ctx context.Context, v any) error {
 	op := ""
 	if oc := graphql.GetOperationContext(ctx); oc != nil {
 		op = operationName(oc)
+	}
+	if p.onPanic != nil {
+		p.onPanic("resolver")
 	}
 	p.log.LogAttrs(ctx, slog.LevelError, "panic in a resolver",
 		slog.String("request_id", requestID(ctx)),

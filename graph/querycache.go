@@ -99,7 +99,9 @@ func (c *docCache) Get(_ context.Context, query string) (*ast.QueryDocument, boo
 }
 
 // Add implements graphql.Cache.
-func (c *docCache) Add(ctx context.Context, query string, doc *ast.QueryDocument) { c.Keep(ctx, query, doc) }
+func (c *docCache) Add(ctx context.Context, query string, doc *ast.QueryDocument) {
+	c.Keep(ctx, query, doc)
+}
 
 // Keep implements limits.Documents: a document within maxCachedQuery is
 // cached; a longer one replaces the transient slot.

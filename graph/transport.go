@@ -70,7 +70,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		rerr = &requestError{200, codes.Errorf(codes.PersistedQueryNotFound, "this gateway has no trusted documents")}
 	}
 	if rerr != nil {
-		codes.Write(w, r, rerr.status, rerr.err)
+		refuseRequest(w, r, rerr.status, rerr.err)
 		return
 	}
 	media := codes.MediaType(r)
@@ -78,18 +78,19 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	rc, list := exec.CreateOperationContext(ctx, params)
 	if list != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), list)
+		InfoFrom(ctx).answer(resp.Errors)
 		writeResponse(w, media, requestErrorStatus(list, media), resp, false)
 		return
 	}
 	if r.Method == http.MethodGet && rc.Operation.Operation != ast.Query {
 		w.Header().Set("Allow", http.MethodPost)
-		codes.Write(w, r, http.StatusMethodNotAllowed,
+		refuseRequest(w, r, http.StatusMethodNotAllowed,
 			codes.Errorf(codes.MethodNotAllowed, "a %s must be sent with POST", rc.Operation.Operation))
 		return
 	}
 	if !hasKey && !introspectionOnly(rc) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="costgw"`)
-		codes.Write(w, r, http.StatusUnauthorized,
+		refuseRequest(w, r, http.StatusUnauthorized,
 			codes.Errorf(codes.Unauthenticated, "an API key is required in the Authorization header"))
 		return
 	}
@@ -101,10 +102,12 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	first := responses(ctx)
 	switch {
 	case first == nil:
-		codes.Write(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
+		refuseRequest(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
 	case multipart && hasNext(first):
+		InfoFrom(ctx).answer(first.Errors)
 		writeIncremental(ctx, w, first, responses)
 	default:
+		InfoFrom(ctx).answer(first.Errors)
 		writeResponse(w, media, http.StatusOK, first, true)
 	}
 }
@@ -286,6 +289,15 @@ func introspectionOnly(rc *graphql.OperationContext) bool {
 		}
 	}
 	return true
+}
+
+// refuseRequest answers a request the transport refuses itself, and records
+// the code in its Info.
+func refuseRequest(w http.ResponseWriter, r *http.Request, status int, errs ...*codes.Error) {
+	if i := InfoFrom(r.Context()); i != nil && len(errs) > 0 {
+		i.refused(errs[0].Code)
+	}
+	codes.Write(w, r, status, errs...)
 }
 
 // writeResponse writes a GraphQL response with the status. The data the

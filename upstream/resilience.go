@@ -313,3 +313,27 @@ func WithMaxInFlight(n int) Option {
 		return nil
 	}
 }
+
+// BreakersOpen is how many circuit breakers refuse calls now: the host's
+// and the callers'. It is meant for a metrics gauge.
+func (c *Client) BreakersOpen() int {
+	if c.breakers == nil {
+		return 0
+	}
+	return c.breakers.open()
+}
+
+func (b *breakers) open() int {
+	n := 0
+	if b.host.State() == gobreaker.StateOpen {
+		n++
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.slots {
+		if s.cb.State() == gobreaker.StateOpen {
+			n++
+		}
+	}
+	return n
+}

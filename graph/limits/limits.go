@@ -49,6 +49,9 @@ type Extension struct {
 	// DisableSuggestion leaves "Did you mean …?" out of validation errors,
 	// as gqlgen's executor's setting of the same name.
 	DisableSuggestion bool
+	// OnLookup, when not nil, is told whether each request's document was
+	// in Documents.
+	OnLookup func(hit bool)
 
 	schema *ast.Schema
 }
@@ -74,7 +77,11 @@ func (e *Extension) Validate(es graphql.ExecutableSchema) error {
 // MutateOperationParameters parses and validates a document the cache does
 // not have, within the limits that bound that work.
 func (e *Extension) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
-	if _, ok := e.Documents.Get(ctx, p.Query); ok {
+	_, hit := e.Documents.Get(ctx, p.Query)
+	if e.OnLookup != nil {
+		e.OnLookup(hit)
+	}
+	if hit {
 		return nil
 	}
 	doc, err := e.document(ctx, p.Query)

@@ -39,6 +39,8 @@ type Options struct {
 	// Logger receives the panics of fetches, once each with its stack; nil
 	// discards them.
 	Logger *slog.Logger
+	// OnPanic, when not nil, is called for every panic of a fetch.
+	OnPanic func()
 }
 
 // DefaultMaxConcurrency lets a page of 50 budgets fetch its 50 details and 50
@@ -95,7 +97,7 @@ func New(c *upstream.Client, o Options) *Loaders {
 	if n <= 0 {
 		n = DefaultMaxConcurrency
 	}
-	sem := &fetcher{sem: make(chan struct{}, n), log: o.Logger}
+	sem := &fetcher{sem: make(chan struct{}, n), log: o.Logger, onPanic: o.OnPanic}
 	return &Loaders{
 		Budget:          newLoader(sem, c.Budgets.Get),
 		Actuals:         newLoader(sem, c.Budgets.Actuals),
@@ -115,8 +117,9 @@ func New(c *upstream.Client, o Options) *Loaders {
 // fetcher makes the calls of one request's loaders: under the request's
 // bound on calls in flight, and with their panics recovered and logged.
 type fetcher struct {
-	sem chan struct{}
-	log *slog.Logger
+	sem     chan struct{}
+	log     *slog.Logger
+	onPanic func()
 }
 
 // newLoader returns a loader with no batch window whose batches fetch each
@@ -153,6 +156,9 @@ func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(c
 	// the dataloader's: unrecovered it would end the whole process.
 	defer func() {
 		if p := recover(); p != nil {
+			if f.onPanic != nil {
+				f.onPanic()
+			}
 			if f.log != nil {
 				f.log.LogAttrs(ctx, slog.LevelError, "panic in a loader's fetch",
 					slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))

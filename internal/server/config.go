@@ -74,6 +74,17 @@ type Config struct {
 	// OnlyPersisted runs nothing but the trusted documents of
 	// PersistedDocuments, and turns automatic persisted queries off.
 	OnlyPersisted bool
+	// AdminListen is the address of a second listener for operators, off
+	// when empty: /metrics, /debug/pprof/, /healthz, /readyz and /version,
+	// which are then not served on Listen.
+	AdminListen string
+	// RedisURL (redis://host:port/db) keeps the persisted-query store and
+	// the rate limit in Redis, shared by every replica; empty keeps them in
+	// memory.
+	RedisURL string
+	// RateLimit is the requests a second each API key may make (0: no
+	// limit), across every replica with RedisURL.
+	RateLimit int
 
 	// Version makes the binary print its build information and exit.
 	Version bool
@@ -131,6 +142,9 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
 	fs.StringVar(&c.PersistedDocuments, "persisted-documents", "", "trusted documents: a JSON `file` of document id to document text (Relay, graphql-codegen) or an Apollo persisted query manifest")
 	fs.BoolVar(&c.OnlyPersisted, "only-persisted", false, "run only the documents of -persisted-documents; no automatic persisted queries")
+	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of a second listener for /metrics, /debug/pprof/ and the health endpoints, which then leave -listen; empty: off")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "`URL` (redis://host:port/db) of the Redis that keeps persisted queries and the rate limit for every replica; empty: in memory")
+	fs.IntVar(&c.RateLimit, "rate-limit", 0, "requests a second each API key may make, across replicas with -redis-url (0: no limit)")
 	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
 	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -listen on loopback; exit 0 if it answers 200, else 1")
 	fs.Action("version", "healthcheck")
@@ -195,6 +209,11 @@ func (c Config) validate() error {
 	if c.Upstream != "" {
 		if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs.Addf("upstream", c.Upstream, "want an absolute http(s) URL such as https://api.example.com")
+		}
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			errs.Addf("redis-url", c.RedisURL, "want a URL such as redis://localhost:6379/0")
 		}
 	}
 	if c.OnlyPersisted && c.PersistedDocuments == "" {

@@ -4,86 +4,117 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/rs/cors"
 
 	"github.com/costgw/gateway/graph"
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/upstream"
 
 	"github.com/costgw/gateway/internal/httpx"
+	"github.com/costgw/gateway/internal/sharedstate"
 )
 
-// requestStats is what one request did, gathered while it runs for its
-// access line. The counter is bumped from the request's resolver goroutines.
-type requestStats struct {
-	upstreamCalls atomic.Int64
-
-	mu        sync.Mutex
-	operation string
-}
-
-func (s *requestStats) setOperation(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.operation = name
-}
-
-func (s *requestStats) operationName() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.operation
-}
-
-type statsKey struct{}
-
-// statsFrom returns the stats of the request ctx belongs to, or nil.
-func statsFrom(ctx context.Context) *requestStats {
-	s, _ := ctx.Value(statsKey{}).(*requestStats)
-	return s
-}
-
-// withStats gives every request the stats its access line reports.
-func withStats(next http.Handler) http.Handler {
+// withInfo gives every request the graph.Info its access line, metrics and
+// span read: the GraphQL endpoint fills it, the upstream client's observer
+// counts calls into it.
+func withInfo(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), statsKey{}, &requestStats{})))
+		ctx, _ := graph.WithInfo(r.Context())
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// statsAttrs are the access line's GraphQL operation name and number of
+// infoAttrs are the access line's GraphQL operation name and number of
 // upstream calls (retries included).
-func statsAttrs(r *http.Request) []slog.Attr {
-	s := statsFrom(r.Context())
-	if s == nil {
+func infoAttrs(r *http.Request) []slog.Attr {
+	i := graph.InfoFrom(r.Context())
+	if i == nil {
 		return nil
 	}
-	return []slog.Attr{
-		slog.String("operation", s.operationName()),
-		slog.Int64("upstream_calls", s.upstreamCalls.Load()),
-	}
+	name, _ := i.Operation()
+	return []slog.Attr{slog.String("operation", name), slog.Int64("upstream_calls", i.UpstreamCalls())}
 }
 
-// nameOperation is graph.Options.OnOperation: it records the operation's
-// name for the access line.
-func nameOperation(ctx context.Context, name string) {
-	if s := statsFrom(ctx); s != nil {
-		s.setOperation(name)
-	}
-}
-
-// countCalls is the upstream client's observer: every attempt it sends
-// counts toward its request's access line and the GraphQL answer's
-// extensions.cost, retries included.
-func countCalls(ctx context.Context, _ upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
-	if s := statsFrom(ctx); s != nil {
-		s.upstreamCalls.Add(1)
-	}
+// observe is the upstream client's observer: every attempt it sends counts
+// toward its request's Info (the access line, extensions.cost), and, when
+// they are on, gets its span and its metrics.
+func (g *instruments) observe(ctx context.Context, a upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
 	graph.CountUpstreamCall(ctx)
-	return ctx, nil
+	var endSpan func(upstream.AttemptResult)
+	if g.tracing.Enabled() {
+		ctx, endSpan = g.tracing.Upstream(ctx, a)
+	}
+	if g.metrics == nil && endSpan == nil {
+		return ctx, nil
+	}
+	return ctx, func(r upstream.AttemptResult) {
+		if g.metrics != nil {
+			g.metrics.UpstreamAttempt(r)
+		}
+		if endSpan != nil {
+			endSpan(r)
+		}
+	}
+}
+
+// graphql wraps the GraphQL endpoint: the per-key rate limit (when limiter
+// is not nil), the operation's span, and its metrics.
+func (g *instruments) graphql(limiter sharedstate.Limiter, perSecond int, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var done func(opType, code string, d time.Duration)
+		if g.metrics != nil {
+			done = g.metrics.RequestStarted()
+		}
+		start := time.Now()
+		ctx, op := g.tracing.StartOperation(r.Context())
+		info := graph.InfoFrom(ctx)
+		if limiter != nil && !allowed(ctx, w, r, limiter, perSecond) {
+			if g.metrics != nil {
+				g.metrics.RateLimited()
+			}
+		} else {
+			next.ServeHTTP(w, r.WithContext(ctx))
+		}
+		if info == nil {
+			return
+		}
+		name, typ := info.Operation()
+		code := info.Outcome()
+		op.End(name, typ, code, info.EstimatedCalls(), info.UpstreamCalls())
+		if done != nil {
+			done(typ, code, time.Since(start))
+		}
+	})
+}
+
+// allowed takes a request of its bearer key from the rate limit, and
+// answers 429 RATE_LIMITED, with Retry-After, when the key is over it. A
+// request without a key is not limited: it may only introspect, and its
+// document is cached.
+func allowed(ctx context.Context, w http.ResponseWriter, r *http.Request, limiter sharedstate.Limiter, perSecond int) bool {
+	key, ok := graph.BearerKey(r)
+	if !ok {
+		return true
+	}
+	ok, retryAfter := limiter.Allow(ctx, key)
+	if ok {
+		return true
+	}
+	if i := graph.InfoFrom(ctx); i != nil {
+		i.Refuse(codes.RateLimited)
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retryAfter.Seconds(), 1)))))
+	codes.Write(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
+		"this API key is over the gateway's rate limit of %d requests a second; retry after Retry-After", perSecond).
+		With("retryable", true))
+	return false
 }
 
 // withCORS lets the browser origins of the list call the gateway (see

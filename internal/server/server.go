@@ -4,21 +4,27 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/internal/httpx"
+	"github.com/costgw/gateway/internal/sharedstate"
+	"github.com/costgw/gateway/internal/telemetry"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
 	"github.com/costgw/gateway/web/playground"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Run serves until ctx ends, or runs the action a flag asks for. If ready is
@@ -33,9 +39,10 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		_, err := fmt.Fprintln(stdout, readBuildInfo())
 		return err
 	case cfg.HealthCheck:
-		return healthCheck(ctx, cfg.Listen)
+		// The health endpoints are on the admin listener when there is one.
+		return healthCheck(ctx, cmp.Or(cfg.AdminListen, cfg.Listen))
 	}
-	return serve(ctx, cfg, newLogger(cfg, stderr), ready)
+	return serve(ctx, cfg, lookupEnv, newLogger(cfg, stderr), ready)
 }
 
 // newLogger returns the logger of cfg's level and format.
@@ -49,13 +56,31 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 
 // serve runs the gateway until ctx ends, then stops accepting connections,
 // lets the requests in flight finish and returns.
-func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- string) error {
+func serve(ctx context.Context, cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger, ready chan<- string) error {
 	// Listen first: a busy port fails before anything says the gateway runs.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("-listen %q: %w", cfg.Listen, err)
 	}
 	defer ln.Close()
+	var adminLn net.Listener
+	if cfg.AdminListen != "" {
+		if adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
+			return fmt.Errorf("-admin-listen %q: %w", cfg.AdminListen, err)
+		}
+		defer adminLn.Close()
+	}
+
+	tracing, err := telemetry.TracingFromEnv(ctx, lookupEnv, readBuildInfo().Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracing.Shutdown(sctx)
+	}()
+	log = slog.New(tracing.LogHandler(log.Handler()))
 
 	onSimulator := cfg.Upstream == ""
 	upstreamURL := cfg.Upstream
@@ -73,15 +98,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 		upstreamURL = "http://" + simLn.Addr().String()
 	}
 
+	g := &instruments{tracing: tracing}
 	base := upstream.NewTransport()
 	base.ResponseHeaderTimeout = cfg.UpstreamTimeout
 	client, err := upstream.NewClient(upstreamURL,
-		upstream.WithHTTPClient(&http.Client{Transport: base, Timeout: cfg.UpstreamTimeout}),
+		upstream.WithHTTPClient(&http.Client{Transport: tracing.Transport(base), Timeout: cfg.UpstreamTimeout}),
 		upstream.WithMaxInFlight(cfg.UpstreamInFlight),
-		upstream.WithObserver(countCalls),
+		upstream.WithObserver(g.observe),
 		upstream.WithLogger(log))
 	if err != nil {
 		return err
+	}
+	if adminLn != nil {
+		g.metrics = telemetry.NewMetrics(client.BreakersOpen)
 	}
 	readyz := newReadiness(client.Ping, min(readinessTimeout, cfg.UpstreamTimeout), log)
 
@@ -93,22 +122,53 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 		log.Info("trusted documents", "file", cfg.PersistedDocuments, "documents", len(trusted), "only_persisted", cfg.OnlyPersisted)
 	}
 
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(graph.Options{
-		TrustedDocuments: trusted,
-		OnlyPersisted:    cfg.OnlyPersisted,
+	// Shared state: in Redis when -redis-url is set, else in memory.
+	var apqStore graphql.Cache[string]
+	var limiter sharedstate.Limiter
+	if cfg.RedisURL != "" {
+		rdb, err := sharedstate.Open(ctx, cfg.RedisURL)
+		if err != nil {
+			return fmt.Errorf("-redis-url: %w", err)
+		}
+		defer rdb.Close()
+		apqStore = sharedstate.NewAPQ(rdb, log)
+		if cfg.RateLimit > 0 {
+			limiter = sharedstate.NewRedisLimiter(rdb, cfg.RateLimit, log)
+		}
+	} else if cfg.RateLimit > 0 {
+		limiter = sharedstate.NewMemoryLimiter(cfg.RateLimit)
+	}
+
+	gopts := graph.Options{
 		Client:           client,
 		CursorSecret:     []byte(cfg.CursorSecret),
 		Introspection:    cfg.Introspection,
 		Logger:           log,
-		OnOperation:      nameOperation,
 		Limits:           &cfg.Limits,
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Loaders:          loaders.Options{MaxConcurrency: cfg.RequestFanout},
-	}))
-	mux.HandleFunc("GET /healthz", healthz)
-	mux.Handle("GET /readyz", readyz)
-	mux.HandleFunc("GET /version", version)
+		PersistedQueries: apqStore,
+		TrustedDocuments: trusted,
+		OnlyPersisted:    cfg.OnlyPersisted,
+	}
+	if g.metrics != nil {
+		gopts.OnPanic, gopts.OnCacheLookup = g.metrics.Panic, g.metrics.CacheLookup
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", g.graphql(limiter, cfg.RateLimit, graph.NewHandler(gopts)))
+	health := mux
+	if adminLn != nil {
+		health = http.NewServeMux()
+		health.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
+		health.HandleFunc("/debug/pprof/", pprof.Index)
+		health.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		health.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		health.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		health.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	health.HandleFunc("GET /healthz", healthz)
+	health.Handle("GET /readyz", readyz)
+	health.HandleFunc("GET /version", version)
 	if cfg.Playground {
 		// Every path no other route claims: index.html at /, assets below.
 		mux.Handle("/", playground.Handler(playgroundConfig(onSimulator)))
@@ -118,17 +178,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 	}
 
 	// The middleware chain, outermost first: a panic anywhere becomes a 500;
-	// every request gets an id, then one access line; CORS answers preflights
-	// before a route sees them; every request gets its deadline.
-	handler := httpx.Recover(log, internalError,
-		httpx.RequestID(
-			withStats(
-				httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: statsAttrs},
-					withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
-						httpx.Deadline(cfg.RequestTimeout, mux))))))
-
+	// every request gets an id, its Info, then one access line; the server
+	// span continues the caller's trace; CORS answers preflights before a
+	// route sees them; every request gets its deadline.
 	srv := &http.Server{
-		Handler:           handler,
+		Handler: httpx.Recover(log, g.internalError,
+			httpx.RequestID(
+				withInfo(
+					httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: infoAttrs},
+						tracing.Handler(
+							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
+								httpx.Deadline(cfg.RequestTimeout, mux))))))),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// Longer than any request may take, so a deadline answer is written.
@@ -149,18 +209,44 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, ready chan<- strin
 	if cfg.Playground {
 		attrs = append(attrs, "playground", baseURL(addr)+"/")
 	}
+	if adminLn != nil {
+		attrs = append(attrs, "admin", baseURL(adminLn.Addr().String())+"/")
+	}
 	attrs = append(attrs, "introspection", cfg.Introspection, "cors_origins", cfg.CORSOrigins,
+		"tracing", tracing.Enabled(), "redis", cfg.RedisURL != "", "rate_limit", cfg.RateLimit,
 		"version", bi.Version, "revision", bi.Revision)
 	log.Info("serving", attrs...)
 	if ready != nil {
 		ready <- addr
 	}
 	// None outlives its deadline, so the grace period only needs to exceed it.
-	return httpx.Serve(ctx, srv, ln, cfg.RequestTimeout+5*time.Second, log)
+	grace := cfg.RequestTimeout + 5*time.Second
+	if adminLn == nil {
+		return httpx.Serve(ctx, srv, ln, grace, log)
+	}
+	admin := &http.Server{Handler: health, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	adminDone := make(chan error, 1)
+	go func() { adminDone <- httpx.Serve(ctx, admin, adminLn, grace, slog.New(slog.DiscardHandler)) }()
+	err = httpx.Serve(ctx, srv, ln, grace, log)
+	if aerr := <-adminDone; err == nil {
+		err = aerr
+	}
+	return err
+}
+
+// instruments are what the server's middleware and the upstream client's
+// observer share: metrics (nil without -admin-listen) and tracing.
+type instruments struct {
+	metrics *telemetry.Metrics
+	tracing *telemetry.Tracing
 }
 
 // internalError answers a request whose handler panicked.
-func internalError(w http.ResponseWriter, r *http.Request) {
+func (g *instruments) internalError(w http.ResponseWriter, r *http.Request) {
+	if g.metrics != nil {
+		g.metrics.Panic("http")
+	}
 	codes.Write(w, r, http.StatusInternalServerError, codes.Errorf(codes.Internal, "internal error"))
 }
 

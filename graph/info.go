@@ -1,0 +1,160 @@
+package graph
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/limits"
+)
+
+// Info is what the GraphQL endpoint learns of one request: its operation,
+// the code it was answered with, and its estimated and actual upstream
+// calls. The server's access log, metrics and traces read it once the
+// request is answered; the response's extensions.cost carries the calls.
+type Info struct {
+	calls atomic.Int64
+
+	mu        sync.Mutex
+	name, typ string
+	code      codes.Code
+	estimated int
+	answered  bool
+}
+
+type infoKey struct{}
+
+// WithInfo returns a context carrying a new Info for a request, and the Info.
+func WithInfo(ctx context.Context) (context.Context, *Info) {
+	i := &Info{}
+	return context.WithValue(ctx, infoKey{}, i), i
+}
+
+// InfoFrom returns the Info of the request ctx belongs to, or nil.
+func InfoFrom(ctx context.Context) *Info {
+	i, _ := ctx.Value(infoKey{}).(*Info)
+	return i
+}
+
+// CountUpstreamCall counts one upstream call of the request ctx belongs to.
+// Whatever sends the upstream client's calls (its observer, or its
+// transport) calls it for every attempt.
+func CountUpstreamCall(ctx context.Context) {
+	if i := InfoFrom(ctx); i != nil {
+		i.calls.Add(1)
+	}
+}
+
+// UpstreamCalls is how many upstream calls the request has made so far.
+func (i *Info) UpstreamCalls() int64 { return i.calls.Load() }
+
+// Operation is the name ("" when anonymous) and type ("query", "mutation";
+// "" before the document is read) of the request's operation.
+func (i *Info) Operation() (name, typ string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.name, i.typ
+}
+
+// Outcome is the code the request was answered with: OK when the answer
+// had no error, else the first error's extensions.code; "" when the GraphQL
+// endpoint did not answer it.
+func (i *Info) Outcome() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.answered {
+		return ""
+	}
+	if i.code == "" {
+		return "OK"
+	}
+	return string(i.code)
+}
+
+// EstimatedCalls is the operation's estimated upstream calls (0 before the
+// limits ran).
+func (i *Info) EstimatedCalls() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.estimated
+}
+
+func (i *Info) setOperation(oc *graphql.OperationContext) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.name = operationName(oc)
+	if oc.Operation != nil {
+		i.typ = string(oc.Operation.Operation)
+	}
+	i.estimated = limits.CostOf(oc).Estimated
+}
+
+// answer records the code of an answer: the first error's, or none.
+func (i *Info) answer(list gqlerror.List) {
+	if i == nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.answered {
+		return // a later part of an incremental answer
+	}
+	i.answered = true
+	if len(list) > 0 {
+		c, _ := list[0].Extensions["code"].(string)
+		i.code = codes.Code(c)
+	}
+}
+
+// Refuse records that the request was answered with the code c before the
+// GraphQL endpoint saw it (by the server's rate limit).
+func (i *Info) Refuse(c codes.Code) { i.refused(c) }
+
+// refused records an answer the transport gave itself.
+func (i *Info) refused(c codes.Code) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.answered {
+		i.answered, i.code = true, c
+	}
+}
+
+// operationName is the name of the operation oc runs, "" when anonymous.
+func operationName(oc *graphql.OperationContext) string {
+	if oc.OperationName == "" && oc.Operation != nil {
+		return oc.Operation.Name
+	}
+	return oc.OperationName
+}
+
+// costExtension adds to every response what the operation costs, as GitHub's
+// rateLimit does in data: the upstream calls estimated before any was made,
+// the calls made, and the limit on the estimate (-max-cost; null when off).
+func costExtension(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil || !graphql.HasOperationContext(ctx) {
+		return resp
+	}
+	c := limits.CostOf(graphql.GetOperationContext(ctx))
+	var max any
+	if c.Max > 0 {
+		max = c.Max
+	}
+	var calls int64
+	if i := InfoFrom(ctx); i != nil {
+		calls = i.UpstreamCalls()
+	}
+	if resp.Extensions == nil {
+		resp.Extensions = map[string]any{}
+	}
+	resp.Extensions["cost"] = map[string]any{
+		"estimatedUpstreamCalls": c.Estimated,
+		"upstreamCalls":          calls,
+		"maxUpstreamCalls":       max,
+	}
+	return resp
+}

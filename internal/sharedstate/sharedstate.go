@@ -1,0 +1,206 @@
+// Package sharedstate is what the gateway's replicas share: the store of
+// automatic persisted queries and the per-key rate limit. With a Redis URL
+// they live in Redis (github.com/redis/go-redis/v9, and the GCRA limiter of
+// github.com/go-redis/redis_rate/v10), so a query registered on one replica
+// is served by the others and a key's rate holds across all of them;
+// without one they live in memory, one per replica.
+//
+// Redis slow or down never holds a request past its deadline: every Redis
+// operation has a short timeout (OpTimeout), and each use fails open, with a
+// log line (at most one every LogEvery per use):
+//
+//   - the persisted-query store answers "not found": the client sends the
+//     query with its hash (the protocol's own fallback), which runs, and
+//     registers it in Redis once Redis is back;
+//   - the rate limit allows the request: a Redis outage must not take the
+//     gateway down with it, and the upstream's own throttling still holds.
+//
+// The bearer key never reaches Redis: the rate limit keys on its SHA-256.
+package sharedstate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// Timeouts and bounds.
+const (
+	// OpTimeout bounds one Redis operation: a request waits no longer for
+	// shared state before it goes on without it.
+	OpTimeout = 100 * time.Millisecond
+	// DialTimeout bounds connecting to Redis.
+	DialTimeout = 250 * time.Millisecond
+	// APQTTL is how long a persisted query stays in Redis after it was last
+	// registered; a client whose hash has expired sends the query again.
+	APQTTL = 24 * time.Hour
+	// LogEvery spaces out the log lines of a failing use.
+	LogEvery = 10 * time.Second
+	// memoryKeys bounds the keys the in-memory rate limit remembers.
+	memoryKeys = 100_000
+)
+
+// Prefixes of the gateway's Redis keys.
+const (
+	apqPrefix  = "costgw:apq:"
+	ratePrefix = "costgw:rate:"
+)
+
+// Open connects to the Redis of url (redis://host:port/db, or rediss:// for
+// TLS), with the package's timeouts, and checks that it answers. A Redis
+// that does not answer at start is an error: the operator asked for it.
+func Open(ctx context.Context, url string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	opts.DialTimeout = DialTimeout
+	opts.ReadTimeout = OpTimeout
+	opts.WriteTimeout = OpTimeout
+	opts.PoolTimeout = OpTimeout
+	opts.MaxRetries = -1 // no retries: a failing Redis is failed open at once
+	rdb := redis.NewClient(opts)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s does not answer: %w", opts.Addr, err)
+	}
+	return rdb, nil
+}
+
+// failures logs a failing use at most once every LogEvery.
+type failures struct {
+	use  string
+	log  *slog.Logger
+	last atomic.Int64 // unix nanos of the last line
+}
+
+func (f *failures) report(ctx context.Context, err error) {
+	now := time.Now().UnixNano()
+	last := f.last.Load()
+	if now-last < int64(LogEvery) || !f.last.CompareAndSwap(last, now) {
+		return
+	}
+	f.log.LogAttrs(ctx, slog.LevelWarn, "redis is failing; going on without it", slog.String("use", f.use),
+		slog.String("error", err.Error()))
+}
+
+// APQ is the Redis store of automatic persisted queries: a gqlgen
+// graphql.Cache of sha256 hash → query text.
+type APQ struct {
+	rdb  *redis.Client
+	fail *failures
+}
+
+// NewAPQ returns the store in rdb.
+func NewAPQ(rdb *redis.Client, log *slog.Logger) *APQ {
+	return &APQ{rdb: rdb, fail: &failures{use: "persisted queries", log: log}}
+}
+
+// Get returns the query of hash; a Redis error reads as not found.
+func (s *APQ) Get(ctx context.Context, hash string) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	q, err := s.rdb.Get(ctx, apqPrefix+hash).Result()
+	if err != nil {
+		if !errors.Is(err, redis.Nil) {
+			s.fail.report(ctx, err)
+		}
+		return "", false
+	}
+	return q, true
+}
+
+// Add stores the query of hash for APQTTL; a Redis error loses it.
+func (s *APQ) Add(ctx context.Context, hash, query string) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	if err := s.rdb.Set(ctx, apqPrefix+hash, query, APQTTL).Err(); err != nil {
+		s.fail.report(ctx, err)
+	}
+}
+
+// A Limiter allows each caller's requests up to a rate.
+type Limiter interface {
+	// Allow takes one request of the caller whose bearer key is key, and
+	// says whether it may go on and, if not, when to try again.
+	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration)
+}
+
+// callerID is what the limiters key a caller on: the SHA-256 of the bearer
+// key, never the key itself.
+func callerID(key string) string {
+	b := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(b[:])
+}
+
+// RedisLimiter is the rate limit in Redis (GCRA): perSecond requests a
+// second for each key, in bursts of up to perSecond, across every replica.
+type RedisLimiter struct {
+	lim   *redis_rate.Limiter
+	limit redis_rate.Limit
+	fail  *failures
+}
+
+// NewRedisLimiter returns the rate limit in rdb.
+func NewRedisLimiter(rdb *redis.Client, perSecond int, log *slog.Logger) *RedisLimiter {
+	return &RedisLimiter{lim: redis_rate.NewLimiter(rdb), limit: redis_rate.PerSecond(perSecond),
+		fail: &failures{use: "rate limit", log: log}}
+}
+
+// Allow implements Limiter; a Redis error allows the request.
+func (l *RedisLimiter) Allow(ctx context.Context, key string) (bool, time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	res, err := l.lim.Allow(ctx, ratePrefix+callerID(key), l.limit)
+	if err != nil {
+		l.fail.report(ctx, err)
+		return true, 0
+	}
+	return res.Allowed > 0, res.RetryAfter
+}
+
+// MemoryLimiter is the rate limit of one replica: a token bucket per key
+// (golang.org/x/time/rate), the least recently seen keys forgotten past
+// 100 000.
+type MemoryLimiter struct {
+	perSecond int
+	mu        sync.Mutex
+	keys      *simplelru.LRU[string, *rate.Limiter]
+}
+
+// NewMemoryLimiter returns the in-memory rate limit.
+func NewMemoryLimiter(perSecond int) *MemoryLimiter {
+	keys, _ := simplelru.NewLRU[string, *rate.Limiter](memoryKeys, nil)
+	return &MemoryLimiter{perSecond: perSecond, keys: keys}
+}
+
+// Allow implements Limiter.
+func (l *MemoryLimiter) Allow(_ context.Context, key string) (bool, time.Duration) {
+	id := callerID(key)
+	l.mu.Lock()
+	lim, ok := l.keys.Get(id)
+	if !ok {
+		lim = rate.NewLimiter(rate.Limit(l.perSecond), l.perSecond)
+		l.keys.Add(id, lim)
+	}
+	l.mu.Unlock()
+	r := lim.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return false, d
+	}
+	return true, 0
+}

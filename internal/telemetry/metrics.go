@@ -1,0 +1,159 @@
+// Package telemetry is what an operator sees of the gateway besides its
+// logs: Prometheus metrics (metrics.go) and OpenTelemetry traces
+// (tracing.go). Both cost nothing when they are off.
+package telemetry
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/upstream"
+)
+
+// Metrics are the gateway's Prometheus metrics, in a registry of their own
+// with the Go runtime's and the process's. Every label has a bounded set of
+// values: operation types, registered codes, route templates, HTTP
+// statuses, limits; never an operation name from a client or an id.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests   *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
+	upstream   *prometheus.CounterVec
+	upDuration *prometheus.HistogramVec
+	retries    *prometheus.CounterVec
+	limits     *prometheus.CounterVec
+	cache      *prometheus.CounterVec
+	rateLimits prometheus.Counter
+	panics     *prometheus.CounterVec
+}
+
+// latencyBuckets suit a gateway whose answers take milliseconds to seconds.
+var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// NewMetrics registers the gateway's metrics; breakersOpen, when not nil,
+// is read at each scrape for costgw_upstream_breakers_open.
+func NewMetrics(breakersOpen func() int) *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "costgw_graphql_requests_total",
+		Help: "GraphQL requests answered, by operation type (query, mutation, unknown) and code (OK, or the answer's first extensions.code).",
+	}, []string{"operation_type", "code"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "costgw_graphql_request_duration_seconds",
+		Help:    "Time to answer a GraphQL request, by operation type.",
+		Buckets: latencyBuckets,
+	}, []string{"operation_type"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "costgw_graphql_requests_in_flight",
+		Help: "GraphQL requests being answered now.",
+	})
+	m.upstream = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "costgw_upstream_calls_total",
+		Help: "Upstream call attempts sent, by route template and HTTP status (none: no answer).",
+	}, []string{"route", "status"})
+	m.upDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "costgw_upstream_call_duration_seconds",
+		Help:    "Time of one upstream call attempt, by route template.",
+		Buckets: latencyBuckets,
+	}, []string{"route"})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "costgw_upstream_retries_total",
+		Help: "Upstream call attempts that were retries, by route template.",
+	}, []string{"route"})
+	m.limits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "costgw_limit_rejections_total",
+		Help: "Requests refused by a limit before any upstream call, by limit.",
+	}, []string{"limit"})
+	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "costgw_query_cache_lookups_total",
+		Help: "Lookups of a request's document in the cache of parsed documents, by result (hit, miss).",
+	}, []string{"result"})
+	m.rateLimits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "costgw_rate_limit_rejections_total",
+		Help: "Requests refused because their API key was over -rate-limit.",
+	})
+	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "costgw_panics_total",
+		Help: "Panics recovered, by where (resolver, loader, http).",
+	}, []string{"where"})
+	m.Registry.MustRegister(m.requests, m.duration, m.inFlight, m.upstream, m.upDuration, m.retries, m.limits,
+		m.cache, m.rateLimits, m.panics,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if breakersOpen != nil {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "costgw_upstream_breakers_open",
+			Help: "Circuit breakers refusing upstream calls now (the host's and the callers').",
+		}, func() float64 { return float64(breakersOpen()) }))
+	}
+	for _, c := range limitCodes {
+		m.limits.WithLabelValues(c) // present at 0, so a rate() has a series
+	}
+	return m
+}
+
+// limitCodes name the limit each limit code stands for.
+var limitCodes = map[codes.Code]string{
+	codes.MaxTokens:       "tokens",
+	codes.MaxSelections:   "selections",
+	codes.MaxDepth:        "depth",
+	codes.MaxAliases:      "aliases",
+	codes.MaxRootFields:   "root_fields",
+	codes.CostTooHigh:     "cost",
+	codes.RequestTooLarge: "body",
+}
+
+// RequestStarted counts a GraphQL request in flight; the func it returns
+// records its answer.
+func (m *Metrics) RequestStarted() func(opType, code string, d time.Duration) {
+	m.inFlight.Inc()
+	return func(opType, code string, d time.Duration) {
+		m.inFlight.Dec()
+		if opType == "" {
+			opType = "unknown"
+		}
+		if code == "" {
+			code = "NONE"
+		} else if _, ok := codes.Code(code).Info(); !ok && code != "OK" {
+			code = "UNREGISTERED" // keeps the label's values bounded
+		}
+		m.requests.WithLabelValues(opType, code).Inc()
+		m.duration.WithLabelValues(opType).Observe(d.Seconds())
+		if l, ok := limitCodes[codes.Code(code)]; ok {
+			m.limits.WithLabelValues(l).Inc()
+		}
+	}
+}
+
+// UpstreamAttempt records one upstream call attempt.
+func (m *Metrics) UpstreamAttempt(r upstream.AttemptResult) {
+	status := "none"
+	if r.Status != 0 {
+		status = strconv.Itoa(r.Status)
+	}
+	m.upstream.WithLabelValues(r.Route, status).Inc()
+	m.upDuration.WithLabelValues(r.Route).Observe(r.Duration.Seconds())
+	if r.Number > 1 {
+		m.retries.WithLabelValues(r.Route).Inc()
+	}
+}
+
+// CacheLookup records a lookup of the cache of parsed documents.
+func (m *Metrics) CacheLookup(hit bool) {
+	if hit {
+		m.cache.WithLabelValues("hit").Inc()
+	} else {
+		m.cache.WithLabelValues("miss").Inc()
+	}
+}
+
+// RateLimited records a request refused by the rate limit.
+func (m *Metrics) RateLimited() { m.rateLimits.Inc() }
+
+// Panic records a recovered panic.
+func (m *Metrics) Panic(where string) { m.panics.WithLabelValues(where).Inc() }

@@ -1,0 +1,224 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/costgw/gateway/upstream"
+)
+
+// Tracing is the gateway's OpenTelemetry tracing. It is configured by the
+// standard environment variables: OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns it on, OTEL_EXPORTER_OTLP_PROTOCOL
+// picks http/protobuf (the default) or grpc, OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES name the service, OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG sample. Without an endpoint it is off: a no-op
+// tracer, no span recorded, nothing sent, no header added.
+//
+// The spans of a request: the HTTP server span (otelhttp), continuing an
+// incoming W3C traceparent; the GraphQL operation's span under it, with its
+// name, type, estimated and actual upstream calls and outcome code; and a
+// client span for each upstream call attempt under that, named by its route
+// template (never the raw URL), with status, attempt number and the
+// upstream's request id, whose traceparent the upstream receives.
+type Tracing struct {
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+	sdk      *sdktrace.TracerProvider // nil when off
+	prop     propagation.TextMapPropagator
+}
+
+// TracingFromEnv sets up tracing from the environment (lookupEnv reads the
+// variables the gateway checks; the SDK reads the others itself).
+func TracingFromEnv(ctx context.Context, lookupEnv func(string) (string, bool), version string) (*Tracing, error) {
+	endpoint, ok := lookupEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	if !ok || endpoint == "" {
+		endpoint, ok = lookupEnv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	if disabled, _ := lookupEnv("OTEL_SDK_DISABLED"); !ok || endpoint == "" || disabled == "true" {
+		return Off(), nil
+	}
+	protocol, _ := lookupEnv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if protocol == "" {
+		protocol, _ = lookupEnv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var exp sdktrace.SpanExporter
+	var err error
+	switch protocol {
+	case "", "http/protobuf":
+		exp, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: want http/protobuf or grpc", protocol)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("OpenTelemetry exporter: %w", err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(semconv.ServiceName("costgw"), semconv.ServiceVersion(version)),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
+	}
+	// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), parent-based
+	// always-on when they are unset.
+	return newTracing(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))), nil
+}
+
+// TracingTo sends every span to exp through a synchronous processor, with
+// the sampler: for tests, which read spans from an in-memory exporter.
+func TracingTo(exp sdktrace.SpanExporter, sampler sdktrace.Sampler) *Tracing {
+	return newTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sampler)))
+}
+
+func newTracing(tp *sdktrace.TracerProvider) *Tracing {
+	return &Tracing{provider: tp, tracer: tp.Tracer("github.com/costgw/gateway"), sdk: tp,
+		prop: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
+}
+
+// Off is tracing switched off.
+func Off() *Tracing {
+	p := noop.NewTracerProvider()
+	return &Tracing{provider: p, tracer: p.Tracer(""), prop: propagation.NewCompositeTextMapPropagator()}
+}
+
+// Enabled reports whether spans are recorded and sent.
+func (t *Tracing) Enabled() bool { return t.sdk != nil }
+
+// Shutdown sends the spans still buffered and stops.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t.sdk == nil {
+		return nil
+	}
+	return t.sdk.Shutdown(ctx)
+}
+
+// Handler gives every request its server span, continuing the caller's
+// traceparent; off, it is next itself.
+func (t *Tracing) Handler(next http.Handler) http.Handler {
+	if !t.Enabled() {
+		return next
+	}
+	return otelhttp.NewHandler(next, "costgw",
+		otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+}
+
+// Operation is the span of one GraphQL operation.
+type Operation struct{ span trace.Span }
+
+// StartOperation starts the span of a GraphQL request's operation; its name
+// and attributes are set when it ends, once the operation is known.
+func (t *Tracing) StartOperation(ctx context.Context) (context.Context, Operation) {
+	if !t.Enabled() {
+		return ctx, Operation{}
+	}
+	ctx, span := t.tracer.Start(ctx, "graphql", trace.WithSpanKind(trace.SpanKindInternal))
+	return ctx, Operation{span}
+}
+
+// End ends the operation's span with what the request came to.
+func (o Operation) End(name, typ, code string, estimated int, calls int64) {
+	if o.span == nil {
+		return
+	}
+	if typ == "" {
+		typ = "unknown"
+	}
+	o.span.SetName(typ + " " + name)
+	o.span.SetAttributes(
+		attribute.String("graphql.operation.name", name),
+		attribute.String("graphql.operation.type", typ),
+		attribute.Int("costgw.upstream_calls.estimated", estimated),
+		attribute.Int64("costgw.upstream_calls", calls),
+		attribute.String("costgw.code", code))
+	if code != "OK" && code != "" {
+		o.span.SetStatus(codes.Error, code)
+	}
+	o.span.End()
+}
+
+// Upstream starts the client span of one upstream call attempt, as the
+// upstream client's observer: the returned context carries it to the
+// request, whose traceparent the transport (Transport) sets.
+func (t *Tracing) Upstream(ctx context.Context, a upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
+	ctx, span := t.tracer.Start(ctx, a.Method+" "+a.Route, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("http.request.method", a.Method),
+			attribute.String("url.template", a.Route),
+			attribute.String("costgw.upstream.operation", a.Op),
+			attribute.Int("http.request.resend_count", a.Number-1)))
+	return ctx, func(r upstream.AttemptResult) {
+		if r.Status != 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", r.Status))
+		}
+		if r.RequestID != "" {
+			span.SetAttributes(attribute.String("costgw.upstream.request_id", r.RequestID))
+		}
+		if r.Class != upstream.ClassOK {
+			span.SetStatus(codes.Error, string(r.Class))
+			span.SetAttributes(attribute.String("error.type", string(r.Class)))
+		}
+		span.End()
+	}
+}
+
+// Transport sets the W3C traceparent (and baggage) of the span in each
+// upstream request's context on the request; off, it is next itself.
+func (t *Tracing) Transport(next http.RoundTripper) http.RoundTripper {
+	if !t.Enabled() {
+		return next
+	}
+	return injector{next, t.prop}
+}
+
+type injector struct {
+	next http.RoundTripper
+	prop propagation.TextMapPropagator
+}
+
+func (i injector) RoundTrip(r *http.Request) (*http.Response, error) {
+	if trace.SpanContextFromContext(r.Context()).IsValid() {
+		r = r.Clone(r.Context()) // a RoundTripper must not change its caller's request
+		i.prop.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	}
+	return i.next.RoundTrip(r)
+}
+
+// LogHandler adds trace_id and span_id to every log line written with a
+// context that carries a span; off, it is h itself.
+func (t *Tracing) LogHandler(h slog.Handler) slog.Handler {
+	if !t.Enabled() {
+		return h
+	}
+	return traceLog{h}
+}
+
+type traceLog struct{ slog.Handler }
+
+func (l traceLog) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()),
+			slog.String("trace_sampled", strconv.FormatBool(sc.IsSampled())))
+	}
+	return l.Handler.Handle(ctx, r)
+}
+
+func (l traceLog) WithAttrs(a []slog.Attr) slog.Handler { return traceLog{l.Handler.WithAttrs(a)} }
+func (l traceLog) WithGroup(n string) slog.Handler      { return traceLog{l.Handler.WithGroup(n)} }
