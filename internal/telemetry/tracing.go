@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,9 +26,12 @@ import (
 // Tracing is the gateway's OpenTelemetry tracing. It is configured by the
 // standard environment variables: OTEL_EXPORTER_OTLP_ENDPOINT (or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns it on, OTEL_EXPORTER_OTLP_PROTOCOL
-// picks http/protobuf (the default) or grpc, OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES name the service, OTEL_TRACES_SAMPLER and
-// OTEL_TRACES_SAMPLER_ARG sample. Without an endpoint it is off: a no-op
+// (or its _TRACES_ form) picks http/protobuf (the default) or grpc,
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service,
+// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG sample (parent-based
+// always-on by default), OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none
+// turn it off. The exporter's other variables (headers, timeout,
+// compression, certificates) are the SDK's own. Without an endpoint it is off: a no-op
 // tracer, no span recorded, nothing sent, no header added.
 //
 // The spans of a request: the HTTP server span (otelhttp), continuing an
@@ -43,42 +47,90 @@ type Tracing struct {
 	prop     propagation.TextMapPropagator
 }
 
-// TracingFromEnv sets up tracing from the environment (lookupEnv reads the
-// variables the gateway checks; the SDK reads the others itself).
+// TracingFromEnv sets up tracing from the environment, read through
+// lookupEnv (os.LookupEnv, or a test's map).
 func TracingFromEnv(ctx context.Context, lookupEnv func(string) (string, bool), version string) (*Tracing, error) {
-	endpoint, ok := lookupEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-	if !ok || endpoint == "" {
-		endpoint, ok = lookupEnv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	env := func(names ...string) string {
+		for _, n := range names {
+			if v, ok := lookupEnv(n); ok && v != "" {
+				return v
+			}
+		}
+		return ""
 	}
-	if disabled, _ := lookupEnv("OTEL_SDK_DISABLED"); !ok || endpoint == "" || disabled == "true" {
+	endpoint := env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	if endpoint == "" || env("OTEL_SDK_DISABLED") == "true" || env("OTEL_TRACES_EXPORTER") == "none" {
 		return Off(), nil
 	}
-	protocol, _ := lookupEnv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if protocol == "" {
-		protocol, _ = lookupEnv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	sampler, err := samplerFrom(env("OTEL_TRACES_SAMPLER"), env("OTEL_TRACES_SAMPLER_ARG"))
+	if err != nil {
+		return nil, err
 	}
 	var exp sdktrace.SpanExporter
-	var err error
-	switch protocol {
+	switch p := env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"); p {
 	case "", "http/protobuf":
-		exp, err = otlptracehttp.New(ctx)
+		// The endpoint is the collector's base URL; traces go to /v1/traces
+		// below it, as the specification has it for the generic variable.
+		url := endpoint
+		if env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+			url = strings.TrimSuffix(endpoint, "/") + "/v1/traces"
+		}
+		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(url))
 	case "grpc":
-		exp, err = otlptracegrpc.New(ctx)
+		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
 	default:
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: want http/protobuf or grpc", protocol)
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: want http/protobuf or grpc", p)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("OpenTelemetry exporter: %w", err)
+		return nil, fmt.Errorf("OpenTelemetry exporter for %s: %w", endpoint, err)
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName("costgw"), semconv.ServiceVersion(version)),
-		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	name := env("OTEL_SERVICE_NAME")
+	if name == "" {
+		name = "costgw"
+	}
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
+		resource.WithAttributes(semconv.ServiceName(name), semconv.ServiceVersion(version)))
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
-	// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), parent-based
-	// always-on when they are unset.
-	return newTracing(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))), nil
+	return newTracing(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
+		sdktrace.WithSampler(sampler))), nil
+}
+
+// samplerFrom is the sampler OTEL_TRACES_SAMPLER and its argument name, as
+// the OpenTelemetry specification defines them; parent-based always-on when
+// unset.
+func samplerFrom(name, arg string) (sdktrace.Sampler, error) {
+	ratio := func() (float64, error) {
+		if arg == "" {
+			return 1, nil
+		}
+		r, err := strconv.ParseFloat(arg, 64)
+		if err != nil || r < 0 || r > 1 {
+			return 0, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG %q: want a ratio from 0 to 1", arg)
+		}
+		return r, nil
+	}
+	switch name {
+	case "", "parentbased_always_on":
+		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
+	case "always_on":
+		return sdktrace.AlwaysSample(), nil
+	case "always_off":
+		return sdktrace.NeverSample(), nil
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
+	case "traceidratio", "parentbased_traceidratio":
+		r, err := ratio()
+		if err != nil {
+			return nil, err
+		}
+		if name == "traceidratio" {
+			return sdktrace.TraceIDRatioBased(r), nil
+		}
+		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(r)), nil
+	}
+	return nil, fmt.Errorf("OTEL_TRACES_SAMPLER %q: want always_on, always_off, traceidratio or their parentbased_ forms", name)
 }
 
 // TracingTo sends every span to exp through a synchronous processor, with
