@@ -155,7 +155,7 @@ func TestWritesExactlyOnceUnderDroppedConnections(t *testing.T) {
 
 // Read queries under 10 % 5xx, 5 % 429 and latency spikes succeed at least
 // 99.9 % of the time: retries with backoff absorb the faults, within the
-// retry budget and without tripping the breaker.
+// retry quota and without tripping the breaker.
 func TestReadsSurviveFaults(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

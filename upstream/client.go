@@ -38,16 +38,16 @@ const maxSuccessBody = 32 << 20
 
 // Client calls the Cost Management API. It is safe for concurrent use.
 type Client struct {
-	base      *url.URL
-	http      *http.Client
-	userAgent string
-	retry     RetryPolicy
-	newKey    func() string
-	budget    *budget
-	breakers  *breakers
-	inflight  chan struct{}
-	observer  Observer
-	log       *slog.Logger
+	base       *url.URL
+	http       *http.Client
+	userAgent  string
+	retry      RetryPolicy
+	newKey     func() string
+	retryQuota *retryQuota
+	breakers   *breakers
+	inflight   chan struct{}
+	observer   Observer
+	log        *slog.Logger
 	// seed keys the hash that names a caller to its circuit breaker, so the
 	// breakers hold no bearer key, and no one can aim at another's breaker.
 	seed maphash.Seed
@@ -140,15 +140,15 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	c := &Client{
-		base:      u,
-		http:      &http.Client{Transport: NewTransport(), Timeout: DefaultTimeout},
-		userAgent: "costgw-upstream/1",
-		retry:     DefaultRetryPolicy,
-		newKey:    uuid.NewString,
-		budget:    newBudget(DefaultRetryBudget),
-		inflight:  make(chan struct{}, DefaultMaxInFlight),
-		log:       discardLogger,
-		seed:      maphash.MakeSeed(),
+		base:       u,
+		http:       &http.Client{Transport: NewTransport(), Timeout: DefaultTimeout},
+		userAgent:  "costgw-upstream/1",
+		retry:      DefaultRetryPolicy,
+		newKey:     uuid.NewString,
+		retryQuota: newRetryQuota(DefaultRetryQuota),
+		inflight:   make(chan struct{}, DefaultMaxInFlight),
+		log:        discardLogger,
+		seed:       maphash.MakeSeed(),
 	}
 	c.breakers = newBreakers(u.Host, DefaultBreakerSettings)
 	for _, opt := range opts {
@@ -281,7 +281,7 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 			// wait < 0: the upstream asked for a longer pause than we
 			// allow. No token: it has failed so much of late that retrying
 			// would only add load.
-			if wait = c.retry.backoff(n, ue.RetryAfter); wait >= 0 && !c.budget.withdraw() {
+			if wait = c.retry.backoff(n, ue.RetryAfter); wait >= 0 && !c.retryQuota.withdraw() {
 				wait = -1
 			}
 		}
@@ -351,7 +351,7 @@ func (c *Client) attempt(ctx context.Context, a *attempt, env answerEnvelope) (o
 	o, err := c.send(reqCtx, cl, a.rawURL, a.key, a.body, env, a.scrub)
 	o.class = classify(ctx, err, &o)
 	if a.n == 1 && o.class != ClassLocal {
-		c.budget.deposit() // a first attempt that the upstream could see
+		c.retryQuota.deposit() // a first attempt that the upstream could see
 	}
 	if report != nil {
 		report(verdict(o.class))
@@ -591,7 +591,7 @@ type RetryPolicy struct {
 // DefaultRetryPolicy makes up to 6 attempts, backing off from 50 ms up to
 // 1 s with full jitter, and honours Retry-After up to 5 s. Six attempts keep
 // a query of a few dozen calls above 99.9 % success when 15 % of calls fail;
-// the retry budget and the circuit breaker keep a failing upstream from
+// the retry quota and the circuit breaker keep a failing upstream from
 // paying for that.
 var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 6, BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second, MaxRetryAfter: 5 * time.Second}
 

@@ -14,7 +14,7 @@ import (
 )
 
 // A request the client refuses itself is the caller's error: nothing is
-// sent, it is not retried, no circuit breaker counts it and the retry budget
+// sent, it is not retried, no circuit breaker counts it and the retry quota
 // is neither charged nor credited. Before, an Idempotency-Key with a control
 // character made Go's transport refuse the request; the client took that for
 // "no response", retried it and opened the breaker every caller shares.
@@ -75,12 +75,12 @@ func TestLocalErrorsAreNotUpstreamFailures(t *testing.T) {
 				}
 				writeJSON(w, http.StatusOK, `{"data":{"plannings":[]}}`)
 			})
-			// A breaker that trips on 4 failed attempts, and a retry budget
+			// A breaker that trips on 4 failed attempts, and a retry quota
 			// of exactly one retry: either would show a local error counted
 			// against the upstream.
 			c := newTestClient(t, f.URL,
 				upstream.WithCircuitBreaker(upstream.BreakerSettings{MinRequests: 4, FailureRatio: 0.5, Window: time.Minute, OpenFor: time.Minute, MinCallers: 1}),
-				upstream.WithRetryBudget(upstream.RetryBudget{Burst: 1}))
+				upstream.WithRetryQuota(upstream.RetryQuota{Burst: 1}))
 			for i := range 40 {
 				err := tc.call(keyCtx(t), c)
 				if diff := cmp.Diff([]string{tc.want}, matching(err)); diff != "" {

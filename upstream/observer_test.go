@@ -120,7 +120,7 @@ func TestAttemptCountsMatchTheUpstreamUnderDroppedConnections(t *testing.T) {
 		rt := &countingRoundTripper{next: upstream.NewTransport()}
 		var rec recorder
 		c := simClient(t, s, s, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 25, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
-			upstream.WithCircuitBreaker(upstream.BreakerSettings{}), upstream.WithRetryBudget(upstream.RetryBudget{Burst: 1000, PerSecond: 1000}),
+			upstream.WithCircuitBreaker(upstream.BreakerSettings{}), upstream.WithRetryQuota(upstream.RetryQuota{Burst: 1000, PerSecond: 1000}),
 			upstream.WithHTTPClient(&http.Client{Transport: rt, Timeout: 5 * time.Second}), upstream.WithObserver(rec.observe))
 		s.SetFaults(sim.Faults{DropAfter: 0.3, DropBefore: 0.1})
 		for range 3 {

@@ -233,65 +233,67 @@ func (r *recentCallers) count(now time.Time, window time.Duration) int {
 	return n
 }
 
-// RetryBudget bounds retries to a share of first attempts, so a failing
+// RetryQuota bounds retries to a share of first attempts, so a failing
 // upstream gets at most that much extra load, plus a small steady allowance
 // so that a quiet client can still retry.
-type RetryBudget struct {
+type RetryQuota struct {
 	Ratio     float64 // retries allowed per first attempt
 	PerSecond float64 // retries allowed per second regardless of traffic
 	Burst     float64 // most unused allowance kept
 }
 
-// DefaultRetryBudget allows retries worth 20 % of the traffic plus 10 a
+// DefaultRetryQuota allows retries worth 20 % of the traffic plus 10 a
 // second, kept up to 100.
-var DefaultRetryBudget = RetryBudget{Ratio: 0.2, PerSecond: 10, Burst: 100}
+var DefaultRetryQuota = RetryQuota{Ratio: 0.2, PerSecond: 10, Burst: 100}
 
-// WithRetryBudget sets the retry budget (DefaultRetryBudget otherwise).
-func WithRetryBudget(b RetryBudget) Option {
+// WithRetryQuota sets the retry quota (DefaultRetryQuota otherwise).
+func WithRetryQuota(b RetryQuota) Option {
 	return func(c *Client) error {
 		if b.Ratio < 0 || b.PerSecond < 0 || b.Burst < 0 {
-			return fmt.Errorf("upstream: retry budget must not be negative: %+v", b)
+			return fmt.Errorf("upstream: retry quota must not be negative: %+v", b)
 		}
-		c.budget = newBudget(b)
+		c.retryQuota = newRetryQuota(b)
 		return nil
 	}
 }
 
-// budget is a token bucket: first attempts deposit Ratio, time deposits
+// retryQuota is a token bucket: first attempts deposit Ratio, time deposits
 // PerSecond, a retry withdraws one.
-type budget struct {
-	cfg    RetryBudget
+type retryQuota struct {
+	cfg    RetryQuota
 	mu     sync.Mutex
 	tokens float64
 	last   time.Time
 }
 
-func newBudget(b RetryBudget) *budget { return &budget{cfg: b, tokens: b.Burst, last: time.Now()} }
+func newRetryQuota(b RetryQuota) *retryQuota {
+	return &retryQuota{cfg: b, tokens: b.Burst, last: time.Now()}
+}
 
-func (b *budget) refill(now time.Time, add float64) {
-	b.tokens += add + now.Sub(b.last).Seconds()*b.cfg.PerSecond
-	b.last = now
-	if b.tokens > b.cfg.Burst {
-		b.tokens = b.cfg.Burst
+func (q *retryQuota) refill(now time.Time, add float64) {
+	q.tokens += add + now.Sub(q.last).Seconds()*q.cfg.PerSecond
+	q.last = now
+	if q.tokens > q.cfg.Burst {
+		q.tokens = q.cfg.Burst
 	}
 }
 
 // deposit records a first attempt.
-func (b *budget) deposit() {
-	b.mu.Lock()
-	b.refill(time.Now(), b.cfg.Ratio)
-	b.mu.Unlock()
+func (q *retryQuota) deposit() {
+	q.mu.Lock()
+	q.refill(time.Now(), q.cfg.Ratio)
+	q.mu.Unlock()
 }
 
 // withdraw reports whether a retry may be sent, and takes its token.
-func (b *budget) withdraw() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.refill(time.Now(), 0)
-	if b.tokens < 1 {
+func (q *retryQuota) withdraw() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refill(time.Now(), 0)
+	if q.tokens < 1 {
 		return false
 	}
-	b.tokens--
+	q.tokens--
 	return true
 }
 

@@ -75,12 +75,12 @@ func TestBreakerIgnoresClientErrors(t *testing.T) {
 	}
 }
 
-func TestRetryBudgetBoundsRetries(t *testing.T) {
+func TestRetryQuotaBoundsRetries(t *testing.T) {
 	t.Parallel()
 	srv, hits := counting(t, http.StatusServiceUnavailable)
 	c := newTestClient(t, srv.URL,
 		upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 10, BaseDelay: time.Microsecond, MaxDelay: time.Microsecond}),
-		upstream.WithRetryBudget(upstream.RetryBudget{Ratio: 0, PerSecond: 0, Burst: 3}),
+		upstream.WithRetryQuota(upstream.RetryQuota{Ratio: 0, PerSecond: 0, Burst: 3}),
 		upstream.WithCircuitBreaker(upstream.BreakerSettings{}))
 	for range 5 {
 		if _, err := c.Budgets.Get(as(t, "k"), "b"); !errors.Is(err, upstream.ErrUnavailable) {

@@ -11,7 +11,7 @@ import (
 // read differently from what was meant, is the caller's error, named as
 // such: never a request that fails on the way out and is taken for an
 // upstream failure (retried, counted by a circuit breaker, charged to the
-// retry budget).
+// retry quota).
 
 // MaxIdempotencyKeyLen is the contract's limit on the Idempotency-Key
 // header: 64 characters. Keys are printable ASCII, so characters and bytes
