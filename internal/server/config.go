@@ -88,9 +88,9 @@ type Config struct {
 
 	// Version makes the binary print its build information and exit.
 	Version bool
-	// HealthCheck makes the binary ask the gateway listening on Listen for
-	// /healthz and exit 0 if it answers 200, 1 otherwise: a container health
-	// check for an image that has no shell and no curl.
+	// HealthCheck makes the binary ask the gateway listening on AdminListen
+	// (Listen without one) for /healthz and exit 0 if it answers 200, 1
+	// otherwise: a container health check for an image with no shell or curl.
 	HealthCheck bool
 }
 
@@ -146,7 +146,7 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.StringVar(&c.RedisURL, "redis-url", "", "`URL` (redis://host:port/db) of the Redis that keeps persisted queries and the rate limit for every replica; empty: in memory")
 	fs.IntVar(&c.RateLimit, "rate-limit", 0, "requests a second each API key may make, across replicas with -redis-url (0: no limit)")
 	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
-	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -listen on loopback; exit 0 if it answers 200, else 1")
+	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -admin-listen, or -listen without one, on loopback; exit 0 if it answers 200, else 1")
 	fs.Action("version", "healthcheck")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: costgw [flags]
