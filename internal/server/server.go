@@ -180,15 +180,16 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	}
 
 	// The middleware chain, outermost first: a panic anywhere becomes a 500;
-	// every request gets an id, its Info, then one access line; the server
-	// span continues the caller's trace; CORS answers preflights before a
-	// route sees them; every request gets its deadline.
+	// every request gets an id, its Info, and the server span that continues
+	// the caller's trace; then one access line, which names the span; CORS
+	// answers preflights before a route sees them; every request gets its
+	// deadline.
 	srv := &http.Server{
 		Handler: httpx.Recover(log, g.internalError,
 			httpx.RequestID(
 				withInfo(
-					httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: infoAttrs},
-						tracing.Handler(
+					tracing.Handler(
+						httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: infoAttrs},
 							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
 								httpx.Deadline(cfg.RequestTimeout, mux))))))),
 		ReadHeaderTimeout: 10 * time.Second,
