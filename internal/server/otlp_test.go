@@ -29,23 +29,25 @@ type collector struct {
 	spans []exported
 }
 
-// exported is a span as a collector got it.
-type exported struct{ service, name string }
+// exported is a span as a collector got it, with its resource's
+// attributes.
+type exported struct {
+	service, name string
+	resource      map[string]string
+}
 
 func (c *collector) add(path string, req *coltracepb.ExportTraceServiceRequest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.paths = append(c.paths, path)
 	for _, rs := range req.GetResourceSpans() {
-		var service string
+		res := map[string]string{}
 		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" {
-				service = kv.GetValue().GetStringValue()
-			}
+			res[kv.GetKey()] = kv.GetValue().GetStringValue()
 		}
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
-				c.spans = append(c.spans, exported{service, s.GetName()})
+				c.spans = append(c.spans, exported{res["service.name"], s.GetName(), res})
 			}
 		}
 	}
@@ -126,29 +128,37 @@ func TestOTLPExport(t *testing.T) {
 		grpc     bool
 		env      func(url string) map[string]string
 		wantPath string // "" for no spans at all
+		resource map[string]string
 	}{
 		{"http/protobuf", false, func(url string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_SERVICE_NAME": "x"}
-		}, "/v1/traces"},
+		}, "/v1/traces", map[string]string{"service.name": "x", "telemetry.sdk.language": "go"}},
+		{"resource attributes, service name first", false, func(url string) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_SERVICE_NAME": "x",
+				"OTEL_RESOURCE_ATTRIBUTES": "service.name=ignored, service.instance.id=gateway-1,deployment.environment.name=eu%2Cwest"}
+		}, "/v1/traces", map[string]string{"service.name": "x", "service.instance.id": "gateway-1", "deployment.environment.name": "eu,west"}},
+		{"service name from the resource attributes", false, func(url string) map[string]string {
+			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_RESOURCE_ATTRIBUTES": "service.name=x"}
+		}, "/v1/traces", map[string]string{"service.name": "x"}},
 		{"http by default, traces endpoint as is", false, func(url string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url + "/custom/traces", "OTEL_SERVICE_NAME": "x"}
-		}, "/custom/traces"},
+		}, "/custom/traces", nil},
 		{"grpc", true, func(url string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_SERVICE_NAME": "x"}
-		}, "grpc"},
+		}, "grpc", nil},
 		{"grpc by the traces protocol", true, func(url string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc", "OTEL_SERVICE_NAME": "x"}
-		}, "grpc"},
+		}, "grpc", nil},
 		{"sampled at ratio 0", false, func(url string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_SERVICE_NAME": "x",
 				"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}
-		}, ""},
+		}, "", nil},
 		{"sdk disabled", false, func(url string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_SDK_DISABLED": "true"}
-		}, ""},
+		}, "", nil},
 		{"exporter none", false, func(url string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_TRACES_EXPORTER": "none"}
-		}, ""},
+		}, "", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -187,6 +197,11 @@ func TestOTLPExport(t *testing.T) {
 					t.Errorf("span %q of service %q, want x", s.name, s.service)
 				}
 				names = append(names, s.name)
+				for k, want := range tt.resource {
+					if got := s.resource[k]; got != want {
+						t.Errorf("span %q: resource %s = %q, want %q", s.name, k, got, want)
+					}
+				}
 			}
 			for _, want := range []string{"POST /graphql", "query Exported", "GET /v1/budgets"} {
 				if !slices.Contains(names, want) {
@@ -221,6 +236,8 @@ func TestTracingConfigErrors(t *testing.T) {
 			`OTEL_EXPORTER_OTLP_ENDPOINT "collector:4318"`},
 		{"traces endpoint without host", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http:///v1/traces"},
 			`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT "http:///v1/traces"`},
+		{"resource attribute without value", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+			"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id"}, `OTEL_RESOURCE_ATTRIBUTES: "service.instance.id"`},
 		{"grpc endpoint of another scheme", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "unix:///run/otel.sock",
 			"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, `OTEL_EXPORTER_OTLP_ENDPOINT "unix:///run/otel.sock"`},
 	} {

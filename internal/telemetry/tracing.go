@@ -95,17 +95,47 @@ func TracingFromEnv(ctx context.Context, lookupEnv func(string) (string, bool), 
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry exporter for %s: %w", endpoint, err)
 	}
-	name := env("OTEL_SERVICE_NAME")
-	if name == "" {
-		name = "costgw"
+	attrs, err := resourceAttributes(env("OTEL_RESOURCE_ATTRIBUTES"))
+	if err != nil {
+		return nil, err
 	}
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
-		resource.WithAttributes(semconv.ServiceName(name), semconv.ServiceVersion(version)))
+	// The last value of a key wins: the gateway's name and version, then
+	// OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME, as the
+	// specification orders them.
+	attrs = append([]attribute.KeyValue{semconv.ServiceName("costgw"), semconv.ServiceVersion(version)}, attrs...)
+	if name := env("OTEL_SERVICE_NAME"); name != "" {
+		attrs = append(attrs, semconv.ServiceName(name))
+	}
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
 	return newTracing(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sampler))), nil
+}
+
+// resourceAttributes parses OTEL_RESOURCE_ATTRIBUTES as the SDK's
+// resource.WithFromEnv does (comma-separated key=value pairs, values
+// percent-encoded), but from the value given, so it comes through lookupEnv
+// like every other setting; and a malformed pair is an error.
+func resourceAttributes(s string) ([]attribute.KeyValue, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var attrs []attribute.KeyValue
+	for _, pair := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q is not key=value", pair)
+		}
+		val, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q: %w", pair, err)
+		}
+		attrs = append(attrs, attribute.String(k, val))
+	}
+	return attrs, nil
 }
 
 // samplerFrom is the sampler OTEL_TRACES_SAMPLER and its argument name, as
