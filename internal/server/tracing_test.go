@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -29,14 +30,16 @@ type traced struct {
 	sim   *sim.Server
 }
 
-// startTracedGateway starts a gateway tracing every span it may (parent
-// based, always on: the default) in front of a recording simulator.
-func startTracedGateway(t *testing.T) *traced {
+// startTracedGateway starts a gateway with args, tracing every span it may
+// (parent based, always on: the default), in front of a recording
+// simulator with opts.
+func startTracedGateway(t *testing.T, opts sim.Options, args ...string) *traced {
 	t.Helper()
-	tr := &traced{spans: tracetest.NewInMemoryExporter(), up: &recordingUpstream{}, sim: sim.New(sim.Options{})}
+	tr := &traced{spans: tracetest.NewInMemoryExporter(), up: &recordingUpstream{}, sim: sim.New(opts)}
 	srv := httptest.NewServer(tr.up.wrap(tr.sim))
 	t.Cleanup(srv.Close)
-	tr.gw = startTraced(t, telemetry.TracingTo(tr.spans, sdktrace.ParentBased(sdktrace.AlwaysSample())), "-upstream", srv.URL)
+	tr.gw = startTraced(t, telemetry.TracingTo(tr.spans, sdktrace.ParentBased(sdktrace.AlwaysSample())),
+		append([]string{"-upstream", srv.URL}, args...)...)
 	return tr
 }
 
@@ -118,7 +121,7 @@ func TestTraceTree(t *testing.T) {
 		// A list, then each budget's detail: three upstream calls.
 		query = `query Named { budgets(first: 2) { nodes { name metrics { variance } } } }`
 	)
-	tr := startTracedGateway(t)
+	tr := startTracedGateway(t, sim.Options{})
 	if ans := post(t, tr.gw.url, sim.DemoKey, "00-"+traceID+"-"+callerID+"-01", query); len(ans.Errors) > 0 {
 		t.Fatalf("errors: %+v", ans.Errors)
 	}
@@ -251,12 +254,80 @@ func values[K comparable, V any](m map[K]V) []V {
 	return out
 }
 
+// TestTraceRetries checks that every attempt of a retried call has its own
+// client span and traceparent, numbered by its resend count, and that the
+// spans, the upstream and the metrics agree on how many there were.
+func TestTraceRetries(t *testing.T) {
+	t.Parallel()
+	const traceID = "5c0ffee0000000000000000000000001"
+	tr := startTracedGateway(t, sim.Options{Faults: sim.Faults{Error500: 1}}, "-admin-listen", "127.0.0.1:0")
+	ans := post(t, tr.gw.url, sim.DemoKey, "00-"+traceID+"-00f067aa0ba902b7-01", `query Failing { budgets(first: 1) { nodes { name } } }`)
+	if len(ans.Errors) == 0 {
+		t.Fatalf("no error from an upstream that always fails")
+	}
+	code, _ := ans.Errors[0].Extensions["code"].(string)
+	spans := tr.trace(t, traceID)
+
+	clients := map[string]tracetest.SpanStub{}
+	var op tracetest.SpanStub
+	for _, s := range spans {
+		switch s.SpanKind {
+		case trace.SpanKindClient:
+			clients[s.SpanContext.SpanID().String()] = s
+		case trace.SpanKindInternal:
+			op = s
+		}
+	}
+	var resends []int64
+	for _, c := range tr.up.all() {
+		tid, sid, _ := parseTraceparent(t, c.traceparent)
+		if tid != traceID {
+			continue
+		}
+		s, ok := clients[sid]
+		if !ok {
+			t.Errorf("an attempt's traceparent names no client span: %s", c.traceparent)
+			continue
+		}
+		a := attrs(s)
+		resends = append(resends, a["http.request.resend_count"].AsInt64())
+		if a["http.response.status_code"].AsInt64() != 500 || a["error.type"].AsString() != "server_error" || s.Status.Code != codes.Error {
+			t.Errorf("attempt span %q: %v, status %v", s.Name, s.Attributes, s.Status)
+		}
+		if a["costgw.upstream.request_id"].AsString() != c.requestID {
+			t.Errorf("attempt span request id %q, upstream answered %q", a["costgw.upstream.request_id"].AsString(), c.requestID)
+		}
+	}
+	n := len(resends)
+	if n < 2 || n != len(clients) {
+		t.Fatalf("%d attempts reached the upstream, %d client spans; want the same, and a retry", n, len(clients))
+	}
+	for i, r := range resends {
+		if r != int64(i) {
+			t.Errorf("resend counts %v, want 0 to %d in order", resends, n-1)
+			break
+		}
+	}
+	oa := attrs(op)
+	if oa["costgw.upstream_calls"].AsInt64() != int64(n) || oa["costgw.code"].AsString() != code || op.Status.Code != codes.Error {
+		t.Errorf("operation span: %v, status %v; want %d calls and code %s", op.Attributes, op.Status, n, code)
+	}
+
+	fams := scrape(t, tr.gw.adminURL(t)+"/metrics")
+	if got := value(t, fams, "costgw_upstream_retries_total", map[string]string{"route": "/v1/budgets"}); got != float64(n-1) {
+		t.Errorf("costgw_upstream_retries_total = %v, want %d", got, n-1)
+	}
+	if got := value(t, fams, "costgw_graphql_requests_total", map[string]string{"operation_type": "query", "code": code}); got != 1 {
+		t.Errorf("requests with code %s = %v, want 1", code, got)
+	}
+}
+
 // TestTraceSampling checks that the gateway starts a trace of its own for a
 // request without a traceparent, and follows a caller's decision not to
 // sample while still passing the trace on.
 func TestTraceSampling(t *testing.T) {
 	t.Parallel()
-	tr := startTracedGateway(t)
+	tr := startTracedGateway(t, sim.Options{})
 	const query = `query One { budgets(first: 1) { nodes { name } } }`
 
 	post(t, tr.gw.url, sim.DemoKey, "", query)
@@ -304,7 +375,7 @@ func TestTraceSampling(t *testing.T) {
 func TestSpansHoldNoKey(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-live-0e4b7d-never-in-a-span"
-	tr := startTracedGateway(t)
+	tr := startTracedGateway(t, sim.Options{})
 	post(t, tr.gw.url, secret, "", `query Leak { budgets(first: 1) { nodes { name } } }`)
 	post(t, tr.gw.url, sim.DemoKey, "", `query Named { budgets(first: 2) { nodes { name metrics { variance } } } }`)
 	testhttp.Get(t, tr.gw.url+"/graphql?query=%7B__typename%7D&key="+secret,
