@@ -1,18 +1,20 @@
 package server
 
 import (
-	"github.com/costgw/gateway/internal/testlog"
-
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/internal/telemetry"
+	"github.com/costgw/gateway/internal/testlog"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -37,21 +39,44 @@ type gateway struct {
 // 127.0.0.1:0 until the test ends.
 func startGateway(t testing.TB, env map[string]string, args ...string) *gateway {
 	t.Helper()
+	args = append([]string{"-listen", "127.0.0.1:0"}, args...)
+	return startWith(t, fmt.Sprintf("Run(%q)", args), func(ctx context.Context, logs io.Writer, ready chan<- string) error {
+		return Run(ctx, args, envMap(env), io.Discard, logs, ready)
+	})
+}
+
+// startTraced serves the gateway with args on 127.0.0.1:0, tracing with
+// tracing, until the test ends: as Run does, but with the test's tracing in
+// place of the one the environment configures.
+func startTraced(t testing.TB, tracing *telemetry.Tracing, args ...string) *gateway {
+	t.Helper()
+	args = append([]string{"-listen", "127.0.0.1:0"}, args...)
+	cfg, err := ParseConfig(args, envMap(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startWith(t, fmt.Sprintf("serve(%q)", args), func(ctx context.Context, logs io.Writer, ready chan<- string) error {
+		return serve(ctx, cfg, tracing, newLogger(cfg, logs), ready)
+	})
+}
+
+// startWith starts run, named what in failures, and waits until it serves.
+func startWith(t testing.TB, what string, run func(ctx context.Context, logs io.Writer, ready chan<- string) error) *gateway {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testlog.Buffer{}
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	args = append([]string{"-listen", "127.0.0.1:0"}, args...)
-	go func() { done <- Run(ctx, args, envMap(env), io.Discard, logs, ready) }()
+	go func() { done <- run(ctx, logs, ready) }()
 	var addr string
 	select {
 	case addr = <-ready:
 	case err := <-done:
 		cancel()
-		t.Fatalf("Run(%q) ended before serving: %v\n%s", args, err, logs)
+		t.Fatalf("%s ended before serving: %v\n%s", what, err, logs)
 	case <-time.After(20 * time.Second):
 		cancel()
-		t.Fatalf("Run(%q) did not start in 20s\n%s", args, logs)
+		t.Fatalf("%s did not start in 20s\n%s", what, logs)
 	}
 	var once sync.Once
 	var runErr error
@@ -68,6 +93,23 @@ func startGateway(t testing.TB, env map[string]string, args ...string) *gateway 
 	}
 	t.Cleanup(func() { _ = stop() })
 	return &gateway{url: "http://" + addr, addr: addr, logs: logs, stop: stop}
+}
+
+// adminURL is the base URL of the gateway's admin listener, as its
+// "serving" log line gives it (the gateway must log JSON).
+func (g *gateway) adminURL(t testing.TB) string {
+	t.Helper()
+	for _, l := range g.logs.JSONLines(t) {
+		if l["msg"] == "serving" {
+			u, _ := l["admin"].(string)
+			if u == "" {
+				t.Fatalf("the serving line has no admin URL: %v", l)
+			}
+			return strings.TrimSuffix(u, "/")
+		}
+	}
+	t.Fatalf("no serving line:\n%s", g.logs)
+	return ""
 }
 
 // simUpstream serves a simulator with opts on a loopback port until the test

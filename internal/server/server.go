@@ -42,7 +42,17 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		// The health endpoints are on the admin listener when there is one.
 		return healthCheck(ctx, cmp.Or(cfg.AdminListen, cfg.Listen))
 	}
-	return serve(ctx, cfg, lookupEnv, newLogger(cfg, stderr), ready)
+	tracing, err := telemetry.TracingFromEnv(ctx, lookupEnv, readBuildInfo().Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Send the spans still buffered, once the requests in flight are done.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracing.Shutdown(sctx)
+	}()
+	return serve(ctx, cfg, tracing, newLogger(cfg, stderr), ready)
 }
 
 // newLogger returns the logger of cfg's level and format.
@@ -54,9 +64,10 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// serve runs the gateway until ctx ends, then stops accepting connections,
-// lets the requests in flight finish and returns.
-func serve(ctx context.Context, cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger, ready chan<- string) error {
+// serve runs the gateway, tracing with tracing, until ctx ends, then stops
+// accepting connections, lets the requests in flight finish and returns.
+// Its caller shuts tracing down.
+func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, ready chan<- string) error {
 	// Listen first: a busy port fails before anything says the gateway runs.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -71,15 +82,6 @@ func serve(ctx context.Context, cfg Config, lookupEnv func(string) (string, bool
 		defer adminLn.Close()
 	}
 
-	tracing, err := telemetry.TracingFromEnv(ctx, lookupEnv, readBuildInfo().Version)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tracing.Shutdown(sctx)
-	}()
 	log = slog.New(tracing.LogHandler(log.Handler()))
 
 	onSimulator := cfg.Upstream == ""
@@ -178,15 +180,16 @@ func serve(ctx context.Context, cfg Config, lookupEnv func(string) (string, bool
 	}
 
 	// The middleware chain, outermost first: a panic anywhere becomes a 500;
-	// every request gets an id, its Info, then one access line; the server
-	// span continues the caller's trace; CORS answers preflights before a
-	// route sees them; every request gets its deadline.
+	// every request gets an id, its Info, and the server span that continues
+	// the caller's trace; then one access line, which names the span; CORS
+	// answers preflights before a route sees them; every request gets its
+	// deadline.
 	srv := &http.Server{
 		Handler: httpx.Recover(log, g.internalError,
 			httpx.RequestID(
 				withInfo(
-					httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: infoAttrs},
-						tracing.Handler(
+					tracing.Handler(
+						httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: infoAttrs},
 							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
 								httpx.Deadline(cfg.RequestTimeout, mux))))))),
 		ReadHeaderTimeout: 10 * time.Second,

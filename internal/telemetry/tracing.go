@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,8 @@ import (
 
 // Tracing is the gateway's OpenTelemetry tracing. It is configured by the
 // standard environment variables: OTEL_EXPORTER_OTLP_ENDPOINT (or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns it on, OTEL_EXPORTER_OTLP_PROTOCOL
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), an http or https URL, turns it on
+// (anything else is an error), OTEL_EXPORTER_OTLP_PROTOCOL
 // (or its _TRACES_ form) picks http/protobuf (the default) or grpc,
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service,
 // OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG sample (parent-based
@@ -50,15 +52,18 @@ type Tracing struct {
 // TracingFromEnv sets up tracing from the environment, read through
 // lookupEnv (os.LookupEnv, or a test's map).
 func TracingFromEnv(ctx context.Context, lookupEnv func(string) (string, bool), version string) (*Tracing, error) {
-	env := func(names ...string) string {
+	// setting is the first of the variables names that is set, and its
+	// name (the last one's when none is), so an error names the one read.
+	setting := func(names ...string) (name, value string) {
 		for _, n := range names {
 			if v, ok := lookupEnv(n); ok && v != "" {
-				return v
+				return n, v
 			}
 		}
-		return ""
+		return names[len(names)-1], ""
 	}
-	endpoint := env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	env := func(name string) string { _, v := setting(name); return v }
+	endpointVar, endpoint := setting("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 	if endpoint == "" || env("OTEL_SDK_DISABLED") == "true" || env("OTEL_TRACES_EXPORTER") == "none" {
 		return Off(), nil
 	}
@@ -66,35 +71,71 @@ func TracingFromEnv(ctx context.Context, lookupEnv func(string) (string, bool), 
 	if err != nil {
 		return nil, err
 	}
+	// The specification wants a URL with scheme http or https and a host.
+	// The exporters take anything else without a word and send nowhere.
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s %q: want an http or https URL such as http://collector:4318", endpointVar, endpoint)
+	}
 	var exp sdktrace.SpanExporter
-	switch p := env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"); p {
+	switch protocolVar, p := setting("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"); p {
 	case "", "http/protobuf":
-		// The endpoint is the collector's base URL; traces go to /v1/traces
-		// below it, as the specification has it for the generic variable.
-		url := endpoint
-		if env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
-			url = strings.TrimSuffix(endpoint, "/") + "/v1/traces"
+		// The generic endpoint is the collector's base URL, with traces at
+		// /v1/traces below it; the traces endpoint is used as it is. So the
+		// specification has it.
+		target := endpoint
+		if endpointVar == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+			target = strings.TrimSuffix(endpoint, "/") + "/v1/traces"
 		}
-		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(url))
+		exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(target))
 	case "grpc":
 		exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(endpoint))
 	default:
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: want http/protobuf or grpc", p)
+		return nil, fmt.Errorf("%s %q: want http/protobuf or grpc", protocolVar, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry exporter for %s: %w", endpoint, err)
 	}
-	name := env("OTEL_SERVICE_NAME")
-	if name == "" {
-		name = "costgw"
+	attrs, err := resourceAttributes(env("OTEL_RESOURCE_ATTRIBUTES"))
+	if err != nil {
+		return nil, err
 	}
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
-		resource.WithAttributes(semconv.ServiceName(name), semconv.ServiceVersion(version)))
+	// The last value of a key wins: the gateway's name and version, then
+	// OTEL_RESOURCE_ATTRIBUTES, then OTEL_SERVICE_NAME, as the
+	// specification orders them.
+	attrs = append([]attribute.KeyValue{semconv.ServiceName("costgw"), semconv.ServiceVersion(version)}, attrs...)
+	if name := env("OTEL_SERVICE_NAME"); name != "" {
+		attrs = append(attrs, semconv.ServiceName(name))
+	}
+	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
 	return newTracing(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sampler))), nil
+}
+
+// resourceAttributes parses OTEL_RESOURCE_ATTRIBUTES as the SDK's
+// resource.WithFromEnv does (comma-separated key=value pairs, values
+// percent-encoded), but from the value given, so it comes through lookupEnv
+// like every other setting; and a malformed pair is an error.
+func resourceAttributes(s string) ([]attribute.KeyValue, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var attrs []attribute.KeyValue
+	for _, pair := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q is not key=value", pair)
+		}
+		val, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q: %w", pair, err)
+		}
+		attrs = append(attrs, attribute.String(k, val))
+	}
+	return attrs, nil
 }
 
 // samplerFrom is the sampler OTEL_TRACES_SAMPLER and its argument name, as
