@@ -17,6 +17,11 @@ import (
 	"github.com/costgw/gateway/upstream"
 )
 
+// probePaths are the health endpoints that load balancers and orchestrators
+// call every few seconds: their access lines are at debug level and they
+// make no traces.
+var probePaths = []string{"/healthz", "/readyz"}
+
 // readinessTimeout bounds the upstream probe of /readyz (or the upstream
 // timeout, if shorter): a probe that waits longer than its prober is useless.
 const readinessTimeout = 2 * time.Second

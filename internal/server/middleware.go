@@ -48,7 +48,8 @@ func infoAttrs(r *http.Request) []slog.Attr {
 func (g *instruments) observe(ctx context.Context, a upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
 	graph.CountUpstreamCall(ctx)
 	var endSpan func(upstream.AttemptResult)
-	if g.tracing.Enabled() {
+	if g.tracing.Enabled() && a.Op != upstream.OpPing { // probes make no traces
+
 		ctx, endSpan = g.tracing.Upstream(ctx, a)
 	}
 	if g.metrics == nil && endSpan == nil {

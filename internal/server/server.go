@@ -189,9 +189,10 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 			httpx.RequestID(
 				withInfo(
 					tracing.Handler(
-						httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: []string{"/healthz", "/readyz"}, Attrs: infoAttrs},
+						httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: probePaths, Attrs: infoAttrs},
 							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
-								httpx.Deadline(cfg.RequestTimeout, mux))))))),
+								httpx.Deadline(cfg.RequestTimeout, mux))),
+						probePaths...)))),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// Longer than any request may take, so a deadline answer is written.

@@ -173,7 +173,7 @@ func TestTraceTree(t *testing.T) {
 	// its parent, in the caller's trace.
 	ids := tr.sim.IDs(sim.DemoKey, sim.CollectionBudgets)
 	var calls int
-	for _, c := range tr.up.all() {
+	for _, c := range tr.up.keyed() {
 		if c.traceparent == "" {
 			t.Errorf("GET %s reached the upstream without a traceparent", c.path)
 			continue
@@ -279,7 +279,7 @@ func TestTraceRetries(t *testing.T) {
 		}
 	}
 	var resends []int64
-	for _, c := range tr.up.all() {
+	for _, c := range tr.up.keyed() {
 		tid, sid, _ := parseTraceparent(t, c.traceparent)
 		if tid != traceID {
 			continue
@@ -351,7 +351,7 @@ func TestTraceSampling(t *testing.T) {
 	const unsampled = "0af7651916cd43dd8448eb211c80319c"
 	post(t, tr.gw.url, sim.DemoKey, "00-"+unsampled+"-b7ad6b7169203331-00", query)
 	var passed bool
-	for _, c := range tr.up.all() {
+	for _, c := range tr.up.keyed() {
 		if tid, _, flags := parseTraceparent(t, c.traceparent); tid == unsampled {
 			passed = true
 			if flags != "00" {
@@ -380,7 +380,7 @@ func TestSpansHoldNoKey(t *testing.T) {
 	post(t, tr.gw.url, sim.DemoKey, "", `query Named { budgets(first: 2) { nodes { name metrics { variance } } } }`)
 	testhttp.Get(t, tr.gw.url+"/graphql?query=%7B__typename%7D&key="+secret,
 		"Authorization", "Bearer "+secret, "X-Api-Key", secret, "Cookie", "k="+secret, "User-Agent", "test")
-	testhttp.Get(t, tr.gw.url+"/healthz", "Authorization", "Bearer "+secret)
+	testhttp.Get(t, tr.gw.url+"/version", "Authorization", "Bearer "+secret)
 	waitFor(t, 5*time.Second, "four server spans", func() bool {
 		n := 0
 		for _, s := range tr.spans.GetSpans() {
@@ -463,6 +463,18 @@ func (u *recordingUpstream) wrap(next http.Handler) http.Handler {
 	})
 }
 
+// keyed returns the calls made with a key: all but the readiness pings
+// (the one at start included), which make no span.
+func (u *recordingUpstream) keyed() []upstreamCall {
+	var out []upstreamCall
+	for _, c := range u.all() {
+		if c.auth != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (u *recordingUpstream) all() []upstreamCall {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -493,3 +505,30 @@ func (w *idWriter) note() {
 func (w *idWriter) WriteHeader(code int) { w.note(); w.ResponseWriter.WriteHeader(code) }
 
 func (w *idWriter) Write(p []byte) (int, error) { w.note(); return w.ResponseWriter.Write(p) }
+
+// TestProbesMakeNoTraces checks that readiness and liveness probes, which
+// arrive every few seconds, record no span: neither their server span nor
+// the upstream ping behind /readyz. Before, each probe was a trace of its
+// own.
+func TestProbesMakeNoTraces(t *testing.T) {
+	t.Parallel()
+	tr := startTracedGateway(t, sim.Options{})
+	for range 3 {
+		for _, path := range probePaths {
+			resp, err := http.Get(tr.gw.url + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET %s: %s", path, resp.Status)
+			}
+		}
+	}
+	if n := len(tr.up.all()); n < 3 {
+		t.Fatalf("the upstream saw %d calls, want the pings of 3 readiness probes at least", n)
+	}
+	for _, s := range tr.spans.GetSpans() {
+		t.Errorf("probe recorded span %q (%v)", s.Name, s.SpanKind)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -203,13 +204,15 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 }
 
 // Handler gives every request its server span, continuing the caller's
-// traceparent; off, it is next itself.
-func (t *Tracing) Handler(next http.Handler) http.Handler {
+// traceparent, except requests for the untraced paths (probes, which would
+// otherwise make a trace every few seconds); off, it is next itself.
+func (t *Tracing) Handler(next http.Handler, untraced ...string) http.Handler {
 	if !t.Enabled() {
 		return next
 	}
 	return otelhttp.NewHandler(next, "costgw",
 		otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(t.prop),
+		otelhttp.WithFilter(func(r *http.Request) bool { return !slices.Contains(untraced, r.URL.Path) }),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 }
 
