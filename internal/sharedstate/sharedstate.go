@@ -69,7 +69,12 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	opts.ReadTimeout = OpTimeout
 	opts.WriteTimeout = OpTimeout
 	opts.PoolTimeout = OpTimeout
-	opts.MaxRetries = -1 // no retries: a failing Redis is failed open at once
+	// No retries: a failing Redis is failed open at once. That includes
+	// dials: go-redis's default is 5 attempts 100 ms apart, so a Redis that
+	// refuses connections (down, restarting) would cost each operation its
+	// whole OpTimeout instead of nothing.
+	opts.MaxRetries = -1
+	opts.DialerRetries = 1
 	rdb := redis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
