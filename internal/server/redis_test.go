@@ -7,15 +7,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"maps"
 	"math"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/internal/testlog"
 	"github.com/costgw/gateway/internal/testredis"
 	"github.com/costgw/gateway/upstream/sim"
 )
@@ -257,4 +261,97 @@ func post(t *testing.T, client *http.Client, g *gateway, key string, body map[st
 func sha256Hex(s string) string {
 	b := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(b[:])
+}
+
+// TestRedisDownBinaryLogsOnlyJSON runs the built gateway with a Redis that
+// dies: its stderr holds nothing but its JSON log lines, and no bearer key.
+// go-redis printed a line of its own there for each failed dial, one a
+// request, unstructured, until sharedstate turned its log off.
+func TestRedisDownBinaryLogsOnlyJSON(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("skipping the binary test in -short mode")
+	}
+	rds := testredis.Start(t)
+	bin := buildBinary(t)
+	_, up := simUpstream(t, sim.Options{})
+	gw := startBinary(t, bin, "-upstream", up.URL, "-redis-url", rds.URL(),
+		"-rate-limit", strconv.Itoa(redisRateLimit), "-request-timeout", redisRequestTimeout.String())
+	rds.Kill(t)
+
+	client := &http.Client{Timeout: redisRequestTimeout}
+	const q = `query RedisDownBinary { budgets(first: 1) { nodes { name } } }`
+	for range 3 * redisRateLimit {
+		if got := postAPQ(t, client, gw.gateway, sim.DemoKey, q, true); got.status != http.StatusOK || got.code() != "" {
+			t.Fatalf("with Redis down: %s, want the query run", got)
+		}
+	}
+	if err := gw.stop(); err != nil {
+		t.Errorf("after SIGTERM: %v", err)
+	}
+
+	logs := gw.stderr.String()
+	var failing bool
+	for line := range strings.Lines(logs) {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Errorf("a line of stderr is not a JSON log line: %q", line)
+			continue
+		}
+		failing = failing || l["msg"] == "redis is failing; going on without it"
+	}
+	if !failing {
+		t.Errorf("the log does not say that Redis is failing:\n%s", logs)
+	}
+	if strings.Contains(logs, sim.DemoKey) {
+		t.Error("the log holds the bearer key")
+	}
+}
+
+// binaryGateway is the built gateway, run by startBinary.
+type binaryGateway struct {
+	*gateway
+	stderr *testlog.Buffer
+	stop   func() error // SIGTERM, then wait up to 30 s for an exit, whose error it returns
+}
+
+// startBinary runs the built gateway bin with args on 127.0.0.1:0, and
+// returns once it serves. It is killed when the test ends.
+func startBinary(t *testing.T, bin string, args ...string) *binaryGateway {
+	t.Helper()
+	stderr := &testlog.Buffer{}
+	cmd := exec.Command(bin, append([]string{"-listen", "127.0.0.1:0", "-playground=false"}, args...)...)
+	cmd.Env = environ()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	stop := func() error {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return err
+		}
+		select {
+		case <-exited:
+			return waitErr
+		case <-time.After(30 * time.Second):
+			return errors.New("no exit 30s after SIGTERM")
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for line := range strings.Lines(stderr.String()) {
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
+				return &binaryGateway{gateway: &gateway{url: "http://" + l.Addr, addr: l.Addr}, stderr: stderr, stop: stop}
+			}
+		}
+	}
+	t.Fatalf("the binary did not log its address in 20s:\n%s", stderr)
+	return nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 	"golang.org/x/time/rate"
 )
 
@@ -75,6 +76,7 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	// whole OpTimeout instead of nothing.
 	opts.MaxRetries = -1
 	opts.DialerRetries = 1
+	quietGoRedis.Do(func() { redis.SetLogger(&logging.VoidLogger{}) })
 	rdb := redis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -84,6 +86,13 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	}
 	return rdb, nil
 }
+
+// quietGoRedis turns go-redis's own log off, for the whole process (it has
+// one logger). It prints unstructured lines on stderr, among the gateway's
+// JSON ones, one for each failed dial, so one a request while Redis is
+// down; each use logs its failures itself, error included, at most once
+// every LogEvery.
+var quietGoRedis sync.Once
 
 // failures logs a failing use at most once every LogEvery.
 type failures struct {
