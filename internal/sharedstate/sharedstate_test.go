@@ -76,3 +76,33 @@ func TestRedisHungFailsOpenWithinOpTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisBackAfterRestart: once a Redis that was down is back, the uses
+// are shared again, without a restart of the gateway: go-redis, having
+// given up dialing after a pool's worth of refusals, tries again every
+// second.
+func TestRedisBackAfterRestart(t *testing.T) {
+	t.Parallel()
+	rds := testredis.Start(t)
+	_, apq := openBoth(t, rds)
+	rds.Kill(t)
+	ctx := context.Background()
+	for range 50 { // more than a pool's worth of refused dials
+		apq.Add(ctx, "hash", "{ __typename }")
+	}
+	rds = rds.Restart(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		apq.Add(ctx, "hash", "{ __typename }")
+		if q, ok := apq.Get(ctx, "hash"); ok && q == "{ __typename }" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the persisted-query store still fails 5s after Redis is back")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := rds.Dump(t)[apqPrefix+"hash"]; got != "{ __typename }" {
+		t.Errorf("Redis holds %q for the hash", got)
+	}
+}

@@ -55,7 +55,11 @@ func Start(t testing.TB) *Server {
 	// Redis's bind; Redis then exits at once, and another port is tried.
 	var last error
 	for range 5 {
-		s, err := start(t, bin)
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := start(t, bin, port)
 		if err == nil {
 			return s
 		}
@@ -65,11 +69,20 @@ func Start(t testing.TB) *Server {
 	return nil
 }
 
-func start(t testing.TB, bin string) (*Server, error) {
-	port, err := freePort()
+// Restart starts an empty redis-server on the port of s, which must have
+// been killed, and returns it.
+func (s *Server) Restart(t testing.TB) *Server {
+	t.Helper()
+	_, p, _ := net.SplitHostPort(s.Addr)
+	port, _ := strconv.Atoi(p)
+	s2, err := start(t, s.cmd.Path, port)
 	if err != nil {
-		return nil, err
+		t.Fatalf("restarting redis-server: %v", err)
 	}
+	return s2
+}
+
+func start(t testing.TB, bin string, port int) (*Server, error) {
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), out: &testlog.Buffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin,
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
