@@ -356,6 +356,11 @@ func startBinary(t *testing.T, bin string, args ...string) *binaryGateway {
 			}
 		}
 	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, on stderr
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+	}
 	t.Fatalf("the binary did not log its address in 20s:\n%s", stderr)
 	return nil
 }

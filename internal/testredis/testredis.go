@@ -98,11 +98,16 @@ func start(t testing.TB, bin string, port int) (*Server, error) {
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// The answer must come from this process: when another server took
+		// the port first, this one exits while that one answers.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := rdb.Ping(ctx).Err()
+		pid, err := processID(ctx, rdb)
 		cancel()
-		if err == nil {
+		if err == nil && pid == s.cmd.Process.Pid {
 			break
+		}
+		if err == nil {
+			err = fmt.Errorf("port %d answered by another redis-server (pid %d)", port, pid)
 		}
 		select {
 		case <-s.exited:
@@ -111,12 +116,26 @@ func start(t testing.TB, bin string, port int) (*Server, error) {
 		}
 		if time.Now().After(deadline) {
 			s.stop()
-			return nil, fmt.Errorf("redis-server on port %d does not answer PING after 10s: %v\n%s", port, err, s.out)
+			return nil, fmt.Errorf("redis-server on port %d does not answer after 10s: %v\n%s", port, err, s.out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Cleanup(s.stop)
 	return s, nil
+}
+
+// processID returns the process_id of INFO server.
+func processID(ctx context.Context, rdb *redis.Client) (int, error) {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
 }
 
 // freePort returns a loopback TCP port nothing listens on just now.
