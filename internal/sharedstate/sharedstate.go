@@ -5,17 +5,26 @@
 // is served by the others and a key's rate holds across all of them;
 // without one they live in memory, one per replica.
 //
-// Redis slow or down never holds a request past its deadline: every Redis
-// operation has a short timeout (OpTimeout), and each use fails open, with a
-// log line (at most one every LogEvery per use):
+// A Redis that does not answer at start is an error (Open): the operator
+// asked for it. After that, Redis slow or down never holds a request past
+// its deadline, nor for long: an operation waits at most OpTimeout to read,
+// to write or for a pooled connection, and dials once, so a Redis that
+// refuses connections fails at once and a hung one costs each use OpTimeout
+// (a request makes at most one operation of each use). Each use then fails
+// open, with a log line of its own (at most one every LogEvery per use;
+// go-redis's own log is off):
 //
-//   - the persisted-query store answers "not found": the client sends the
-//     query with its hash (the protocol's own fallback), which runs, and
-//     registers it in Redis once Redis is back;
-//   - the rate limit allows the request: a Redis outage must not take the
-//     gateway down with it, and the upstream's own throttling still holds.
+//   - the persisted-query store answers "not found", even for a hash
+//     registered before: the client sends the query with its hash (the
+//     protocol's own fallback), which runs, and registers it in Redis once
+//     Redis is back (go-redis tries a refusing Redis again every second);
+//   - the rate limit allows the request: no key is limited while Redis is
+//     down, since a Redis outage must not take the gateway down with it,
+//     and the upstream's own throttling still holds.
 //
 // The bearer key never reaches Redis: the rate limit keys on its SHA-256.
+// TestRedisTwoReplicas in internal/server checks all of this with two
+// replicas on a real Redis that it pauses (SIGSTOP) and kills.
 package sharedstate
 
 import (
@@ -32,6 +41,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 	"golang.org/x/time/rate"
 )
 
@@ -69,7 +79,13 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	opts.ReadTimeout = OpTimeout
 	opts.WriteTimeout = OpTimeout
 	opts.PoolTimeout = OpTimeout
-	opts.MaxRetries = -1 // no retries: a failing Redis is failed open at once
+	// No retries: a failing Redis is failed open at once. That includes
+	// dials: go-redis's default is 5 attempts 100 ms apart, so a Redis that
+	// refuses connections (down, restarting) would cost each operation its
+	// whole OpTimeout instead of nothing.
+	opts.MaxRetries = -1
+	opts.DialerRetries = 1
+	quietGoRedis.Do(func() { redis.SetLogger(&logging.VoidLogger{}) })
 	rdb := redis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -79,6 +95,13 @@ func Open(ctx context.Context, url string) (*redis.Client, error) {
 	}
 	return rdb, nil
 }
+
+// quietGoRedis turns go-redis's own log off, for the whole process (it has
+// one logger). It prints unstructured lines on stderr, among the gateway's
+// JSON ones, one for each failed dial, so one a request while Redis is
+// down; each use logs its failures itself, error included, at most once
+// every LogEvery.
+var quietGoRedis sync.Once
 
 // failures logs a failing use at most once every LogEvery.
 type failures struct {
