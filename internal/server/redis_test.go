@@ -224,7 +224,7 @@ func (r reply) String() string {
 
 func postTypename(t *testing.T, client *http.Client, g *gateway, key string) reply {
 	t.Helper()
-	return post(t, client, g, key, map[string]any{"query": `{ __typename }`})
+	return postBody(t, client, g, key, map[string]any{"query": `{ __typename }`})
 }
 
 // postAPQ sends query as an automatic persisted query: its hash, and the
@@ -236,12 +236,12 @@ func postAPQ(t *testing.T, client *http.Client, g *gateway, key, query string, r
 	if register {
 		body["query"] = query
 	}
-	return post(t, client, g, key, body)
+	return postBody(t, client, g, key, body)
 }
 
 // post sends body to g's /graphql with key, failing the test when no answer
 // comes within the client's timeout.
-func post(t *testing.T, client *http.Client, g *gateway, key string, body map[string]any) reply {
+func postBody(t *testing.T, client *http.Client, g *gateway, key string, body map[string]any) reply {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequest(http.MethodPost, g.url+"/graphql", bytes.NewReader(b))
