@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/costgw/gateway/graph/relay"
-	"github.com/costgw/gateway/upstream/sim"
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // A query is one page of representative frontend work, written three times:
@@ -119,7 +119,7 @@ var queries = []query{
 }`,
 		Vars:   noVars,
 		Direct: directBudgetList,
-		Min:    map[string]int{sim.OpListBudgets: 1},
+		Min:    map[string]int{ops.ListBudgets: 1},
 		Tiers:  1,
 		Why: "One page of listBudgets (limit 20) carries every field shown, the report and the creator " +
 			"included: 1 call, 1 tier.",
@@ -162,7 +162,7 @@ var queries = []query{
 		Vars:     func(fx fixture) map[string]any { return map[string]any{"id": relay.BudgetID(fx.BudgetID)} },
 		MeshVars: func(fx fixture) map[string]any { return map[string]any{"id": fx.BudgetID} },
 		Direct:   directBudgetDetail,
-		Min:      map[string]int{sim.OpGetBudget: 1, sim.OpGetBudgetActuals: 1},
+		Min:      map[string]int{ops.GetBudget: 1, ops.GetBudgetActuals: 1},
 		Tiers:    1,
 		Why: "getBudget gives the record with its planning rows and the metrics; getBudgetActuals the actuals of " +
 			"the budget and of every row. Both need only the id, which the caller has, so they go out together: " +
@@ -210,8 +210,8 @@ var queries = []query{
 }`,
 		Vars:   noVars,
 		Direct: directOverview,
-		Min: map[string]int{sim.OpListBudgets: 1, sim.OpGetBudget: overviewBudgets,
-			sim.OpGetBudgetActuals: overviewBudgets},
+		Min: map[string]int{ops.ListBudgets: 1, ops.GetBudget: overviewBudgets,
+			ops.GetBudgetActuals: overviewBudgets},
 		Tiers: 2,
 		Why: "One listBudgets page (limit 50) gives the ids and the planning rows; metrics exist only in getBudget " +
 			"and actuals only in getBudgetActuals, one call each per budget, and the REST API has no batch read: " +
@@ -251,8 +251,8 @@ var queries = []query{
 		Vars:     func(fx fixture) map[string]any { return map[string]any{"q": gatewayExplorer(fx.Explorer)} },
 		MeshVars: func(fx fixture) map[string]any { return map[string]any{"q": fx.Explorer} },
 		Direct:   directDashboard,
-		Min: map[string]int{sim.OpExplorerSummary: 1, sim.OpExplorerPreviousPeriod: 1, sim.OpExplorerHistory: 1,
-			sim.OpExplorerHeatmap: 1},
+		Min: map[string]int{ops.ExplorerSummary: 1, ops.ExplorerPreviousPeriod: 1, ops.ExplorerHistory: 1,
+			ops.ExplorerHeatmap: 1},
 		Tiers: 1,
 		Why: "Each of the four panels is its own Explorer operation and none needs another's answer: 4 calls, " +
 			"1 tier.",
@@ -285,7 +285,7 @@ var queries = []query{
 }`,
 		Vars:        noVars,
 		Direct:      directRecommendations,
-		Min:         map[string]int{sim.OpListRecommendations: 1},
+		Min:         map[string]int{ops.ListRecommendations: 1},
 		Tiers:       1,
 		Why:         "One listRecommendations page (limit 50): 1 call, 1 tier.",
 		Records:     count("recommendations", "nodes"),
@@ -317,7 +317,7 @@ var queries = []query{
 }`,
 		Vars:        noVars,
 		Direct:      directAnomalies,
-		Min:         map[string]int{sim.OpListAnomalies: 1},
+		Min:         map[string]int{ops.ListAnomalies: 1},
 		Tiers:       1,
 		Why:         "One listAnomalies page (limit 50): 1 call, 1 tier.",
 		Records:     count("anomalies", "nodes"),

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -25,7 +26,7 @@ var upstreamCases = []errorCase{
 		name: "internal server error", key: sim.DemoKey, query: qBudget, opts: []envOption{noRetry},
 		vars: func(f fixture) map[string]any { return map[string]any{"id": f.budgetGID} },
 		setup: func(_ *testing.T, e *env, _ fixture) {
-			e.sim.SetFaults(sim.Faults{Error500: 1, Ops: []string{sim.OpGetBudget}})
+			e.sim.SetFaults(sim.Faults{Error500: 1, Ops: []string{ops.GetBudget}})
 		},
 		code: "UPSTREAM_UNAVAILABLE", up: &upstreamErr{code: "internal_error", status: 500},
 		path: []any{"budget"}, data: `{"budget":null}`,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -50,7 +51,7 @@ func TestWritesExactlyOnceUnderDroppedConnections(t *testing.T) {
 	e := newEnv(t, withRetry(upstream.RetryPolicy{MaxAttempts: 1}))
 	report := reportID(t, e)
 	before := len(e.sim.IDs(sim.DemoKey, "budgets"))
-	e.sim.SetFaults(sim.Faults{DropAfter: 0.2, Ops: []string{sim.OpCreateBudget, sim.OpUpdateBudget}})
+	e.sim.SetFaults(sim.Faults{DropAfter: 0.2, Ops: []string{ops.CreateBudget, ops.UpdateBudget}})
 
 	const creates = 500
 	type outcome struct{ firstTry, retried int64 }
@@ -148,7 +149,7 @@ func TestWritesExactlyOnceUnderDroppedConnections(t *testing.T) {
 	if total-before != creates || lost != 0 || doubled != 0 {
 		t.Fatalf("upstream holds %d new budgets for %d creates; lost %d, duplicated %d", total-before, creates, lost, doubled)
 	}
-	if e.sim.Calls(sim.OpCreateBudget) <= creates || created.retried+updated.retried == 0 {
+	if e.sim.Calls(ops.CreateBudget) <= creates || created.retried+updated.retried == 0 {
 		t.Fatal("no mutation had to be replayed: the test proves nothing")
 	}
 }
@@ -196,7 +197,7 @@ func TestCancelledRequestStopsFanOut(t *testing.T) {
 	time.AfterFunc(250*time.Millisecond, cancel) // after the list, in the second round of the fan-out
 	e.h.ServeHTTP(httptest.NewRecorder(), req)
 	time.Sleep(300 * time.Millisecond) // let any straggler show up
-	if n := e.sim.Calls(sim.OpGetBudget) + e.sim.Calls(sim.OpGetBudgetActuals); n > 12 {
+	if n := e.sim.Calls(ops.GetBudget) + e.sim.Calls(ops.GetBudgetActuals); n > 12 {
 		t.Fatalf("%d of 48 fan-out calls were sent; after the client went away in the second round, at most 12 should be", n)
 	}
 }
@@ -236,7 +237,7 @@ func TestDeleteAfterALostAnswerSucceeds(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	f := loadFixture(t, e)
-	e.sim.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{sim.OpDeleteBudget}})
+	e.sim.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{ops.DeleteBudget}})
 	dropped := false
 	e.calls.mu.Lock()
 	e.calls.fail = func(r *http.Request) *http.Response {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"iter"
+
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // BudgetsService calls the Budgets operations.
@@ -33,17 +35,17 @@ func (s *BudgetsService) idempotencyKey(op string, opts *WriteOptions) (string, 
 
 // List calls listBudgets: GET /v1/budgets.
 func (s *BudgetsService) List(ctx context.Context, opts *ListOptions) (*Page[Budget], error) {
-	return list[Budget](ctx, s.c, OpListBudgets, "/v1/budgets", opts)
+	return list[Budget](ctx, s.c, ops.ListBudgets, "/v1/budgets", opts)
 }
 
 // All walks every page of listBudgets.
 func (s *BudgetsService) All(ctx context.Context, pageSize int) iter.Seq2[Budget, error] {
-	return all(ctx, OpListBudgets, pageSize, s.List)
+	return all(ctx, ops.ListBudgets, pageSize, s.List)
 }
 
 // Create calls createBudget: POST /v1/budgets, with an Idempotency-Key.
 func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *WriteOptions) (*Budget, error) {
-	const op = OpCreateBudget
+	const op = ops.CreateBudget
 	key, err := s.idempotencyKey(op, opts)
 	if err != nil {
 		return nil, err
@@ -57,7 +59,7 @@ func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *Wri
 
 // Get calls getBudget: GET /v1/budgets/{id}. The answer adds metrics and dimensions.
 func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, error) {
-	const op = OpGetBudget
+	const op = ops.GetBudget
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
@@ -72,7 +74,7 @@ func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, err
 // Update calls updateBudget: PATCH /v1/budgets/{id}, with an Idempotency-Key.
 // Only the fields set in the update are sent.
 func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate, opts *WriteOptions) (*Budget, error) {
-	const op = OpUpdateBudget
+	const op = ops.UpdateBudget
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
@@ -101,7 +103,7 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 // not exist, which is what a delete promises. A 404 without a lost attempt
 // before it is ErrNotFound, as for any read.
 func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, error) {
-	const op = OpDeleteBudget
+	const op = ops.DeleteBudget
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
@@ -121,7 +123,7 @@ func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, 
 
 // Actuals calls getBudgetActuals: GET /v1/budgets/{id}/actuals.
 func (s *BudgetsService) Actuals(ctx context.Context, id string) (*BudgetActuals, error) {
-	const op = OpGetBudgetActuals
+	const op = ops.GetBudgetActuals
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
@@ -132,7 +134,7 @@ func (s *BudgetsService) Actuals(ctx context.Context, id string) (*BudgetActuals
 
 // Planning calls getBudgetPlanning: GET /v1/budgets/{id}/planning.
 func (s *BudgetsService) Planning(ctx context.Context, id string) (*BudgetPlanning, error) {
-	const op = OpGetBudgetPlanning
+	const op = ops.GetBudgetPlanning
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
@@ -144,13 +146,13 @@ func (s *BudgetsService) Planning(ctx context.Context, id string) (*BudgetPlanni
 // LookbackPreview calls budgetLookbackGet: GET /v1/budgets/lookback. Its
 // periods carry Projected.
 func (s *BudgetsService) LookbackPreview(ctx context.Context) (*Lookback, error) {
-	v, _, err := do[Lookback](ctx, s.c, call{op: OpBudgetLookbackGet, method: "GET", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", safe: true})
+	v, _, err := do[Lookback](ctx, s.c, call{op: ops.BudgetLookbackGet, method: "GET", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", safe: true})
 	return v, err
 }
 
 // Lookback calls budgetLookbackPost: POST /v1/budgets/lookback. It only
 // reads, so it may be retried.
 func (s *BudgetsService) Lookback(ctx context.Context, in *LookbackRequest) (*Lookback, error) {
-	v, _, err := do[Lookback](ctx, s.c, call{op: OpBudgetLookbackPost, method: "POST", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", body: in, safe: true})
+	v, _, err := do[Lookback](ctx, s.c, call{op: ops.BudgetLookbackPost, method: "POST", route: "/v1/budgets/lookback", path: "/v1/budgets/lookback", body: in, safe: true})
 	return v, err
 }

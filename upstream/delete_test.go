@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 	"github.com/google/go-cmp/cmp"
 )
@@ -17,10 +18,10 @@ import (
 func TestDeleteAfterLostAnswerIsAlreadyDeleted(t *testing.T) {
 	t.Parallel()
 	s := sim.New(sim.Options{})
-	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{sim.OpDeleteBudget}})
+	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{ops.DeleteBudget}})
 	// Clear the fault before any delete after the first (which is dropped).
 	clearAfterFirst := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Calls(sim.OpDeleteBudget) >= 1 {
+		if s.Calls(ops.DeleteBudget) >= 1 {
 			s.SetFaults(sim.Faults{})
 		}
 		s.ServeHTTP(w, r)
@@ -34,7 +35,7 @@ func TestDeleteAfterLostAnswerIsAlreadyDeleted(t *testing.T) {
 	if diff := cmp.Diff(&upstream.DeleteResult{Success: true, AlreadyDeleted: true}, got); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
-	if n := s.Calls(sim.OpDeleteBudget); n != 2 {
+	if n := s.Calls(ops.DeleteBudget); n != 2 {
 		t.Errorf("deleteBudget calls = %d, want 2 (dropped after commit, then 404)", n)
 	}
 	if after := s.IDs(sim.DemoKey, sim.CollectionBudgets); len(after) != len(ids)-1 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 	"github.com/google/go-cmp/cmp"
 )
@@ -357,16 +358,16 @@ func TestSimPaging(t *testing.T) {
 		all  func(ctx context.Context, size int) iter.Seq2[string, error]
 	}
 	collections := []collection{
-		{sim.CollectionBudgets, sim.OpListBudgets, func(ctx context.Context, n int) iter.Seq2[string, error] {
+		{sim.CollectionBudgets, ops.ListBudgets, func(ctx context.Context, n int) iter.Seq2[string, error] {
 			return ids(c.Budgets.All(ctx, n), func(b upstream.Budget) string { return b.ID })
 		}},
-		{sim.CollectionRecommendations, sim.OpListRecommendations, func(ctx context.Context, n int) iter.Seq2[string, error] {
+		{sim.CollectionRecommendations, ops.ListRecommendations, func(ctx context.Context, n int) iter.Seq2[string, error] {
 			return ids(c.Recommendations.All(ctx, n), func(r upstream.Recommendation) string { return r.RecommendationID })
 		}},
-		{sim.CollectionAnomalies, sim.OpListAnomalies, func(ctx context.Context, n int) iter.Seq2[string, error] {
+		{sim.CollectionAnomalies, ops.ListAnomalies, func(ctx context.Context, n int) iter.Seq2[string, error] {
 			return ids(c.Anomalies.All(ctx, n), func(a upstream.Anomaly) string { return a.AnomalyID })
 		}},
-		{sim.CollectionNotifications, sim.OpListScheduledNotifications, func(ctx context.Context, n int) iter.Seq2[string, error] {
+		{sim.CollectionNotifications, ops.ListScheduledNotifications, func(ctx context.Context, n int) iter.Seq2[string, error] {
 			return ids(c.Notifications.AllScheduled(ctx, n), func(x upstream.ScheduledNotification) string { return x.ID })
 		}},
 	}
@@ -406,7 +407,7 @@ func TestSimPagingCallCount(t *testing.T) {
 	n := len(s.IDs(sim.DemoKey, sim.CollectionRecommendations))
 	for range c.Recommendations.All(as(t, sim.DemoKey), 7) {
 	}
-	if got, want := s.Calls(sim.OpListRecommendations), int64((n+6)/7); got != want {
+	if got, want := s.Calls(ops.ListRecommendations), int64((n+6)/7); got != want {
 		t.Errorf("listRecommendations calls = %d for %d records at 7 a page, want %d", got, n, want)
 	}
 }
@@ -666,10 +667,10 @@ func TestSimIdempotency(t *testing.T) {
 func TestSimCreateSurvivesDroppedAnswer(t *testing.T) {
 	t.Parallel()
 	s := sim.New(sim.Options{})
-	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{sim.OpCreateBudget}})
+	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{ops.CreateBudget}})
 	// Clear the fault before any create after the first (which is dropped).
 	clearAfterFirst := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Calls(sim.OpCreateBudget) >= 1 {
+		if s.Calls(ops.CreateBudget) >= 1 {
 			s.SetFaults(sim.Faults{})
 		}
 		s.ServeHTTP(w, r)
@@ -681,7 +682,7 @@ func TestSimCreateSurvivesDroppedAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Calls(sim.OpCreateBudget); got != 2 {
+	if got := s.Calls(ops.CreateBudget); got != 2 {
 		t.Errorf("createBudget calls = %d, want 2 (dropped, then replayed)", got)
 	}
 	ids := s.IDs(sim.DemoKey, sim.CollectionBudgets)
@@ -701,7 +702,7 @@ func TestSimCreatesUnderFaults(t *testing.T) {
 	ctx := as(t, sim.DemoKey)
 	n := len(s.IDs(sim.DemoKey, sim.CollectionBudgets))
 	in := newBudget(s, t, c, "")
-	s.SetFaults(sim.Faults{DropAfter: 0.3, DropBefore: 0.2, Error500: 0.1, Ops: []string{sim.OpCreateBudget, sim.OpUpdateBudget}})
+	s.SetFaults(sim.Faults{DropAfter: 0.3, DropBefore: 0.2, Error500: 0.1, Ops: []string{ops.CreateBudget, ops.UpdateBudget}})
 
 	const creates = 8
 	var made []string
@@ -718,7 +719,7 @@ func TestSimCreatesUnderFaults(t *testing.T) {
 		}
 	}
 	s.SetFaults(sim.Faults{})
-	if calls := s.Calls(sim.OpCreateBudget); calls <= creates {
+	if calls := s.Calls(ops.CreateBudget); calls <= creates {
 		t.Errorf("createBudget calls = %d: the faults never hit, the test proves nothing", calls)
 	}
 	ids := s.IDs(sim.DemoKey, sim.CollectionBudgets)
@@ -743,7 +744,7 @@ func TestSimRetriesReadsUnderFaults(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ids (-IDs +paged):\n%s", diff)
 	}
-	if calls, pages := s.Calls(sim.OpListAnomalies), int64((len(want)+19)/20); calls <= pages {
+	if calls, pages := s.Calls(ops.ListAnomalies), int64((len(want)+19)/20); calls <= pages {
 		t.Errorf("listAnomalies calls = %d for %d pages: the faults never hit", calls, pages)
 	}
 }
@@ -770,7 +771,7 @@ func TestSimTimeoutAndRateLimit(t *testing.T) {
 		if !errors.Is(err, upstream.ErrRateLimited) || !errors.As(err, &ue) || ue.Code != "rate_limited" || ue.RetryAfter != 30*time.Second {
 			t.Errorf("err = %#v, want 429 rate_limited with RetryAfter 30s", err)
 		}
-		if got := s.Calls(sim.OpListBudgets); got != 1 {
+		if got := s.Calls(ops.ListBudgets); got != 1 {
 			t.Errorf("listBudgets calls = %d, want 1", got)
 		}
 	})

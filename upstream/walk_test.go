@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -55,7 +56,7 @@ func TestPageWalk(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := &pages{records: tc.records, cursors: tc.cursors}
-			w := upstream.NewPageWalk(upstream.OpListBudgets, p.fetch, tc.start, tc.max)
+			w := upstream.NewPageWalk(ops.ListBudgets, p.fetch, tc.start, tc.max)
 			var err error
 			for range 100 {
 				var pg *upstream.Page[int]
@@ -67,7 +68,7 @@ func TestPageWalk(t *testing.T) {
 				t.Errorf("cursors asked (-want +got):\n%s", diff)
 			}
 			var ue *upstream.Error
-			if tc.wantErr != (err != nil) || err != nil && (!errors.Is(err, upstream.ErrBadResponse) || !errors.As(err, &ue) || ue.Op != upstream.OpListBudgets) {
+			if tc.wantErr != (err != nil) || err != nil && (!errors.Is(err, upstream.ErrBadResponse) || !errors.As(err, &ue) || ue.Op != ops.ListBudgets) {
 				t.Errorf("err = %v, want an ErrBadResponse of listBudgets: %t", err, tc.wantErr)
 			}
 			if w.More() != tc.wantMore {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -130,7 +131,7 @@ func TestParseConfig(t *testing.T) {
 			Seed: 9, AsOf: time.Date(2026, 6, 30, 0, 0, 0, 0, time.UTC),
 			Latency: sim.Latency{Fixed: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, SpikeRate: 0.1, Spike: time.Second},
 			Faults: sim.Faults{Error500: 0.5, Error503: 0.1, RateLimit429: 0.05, DropBefore: 0.01, DropAfter: 0.02,
-				RetryAfter: 3 * time.Second, Ops: []string{sim.OpCreateBudget, sim.OpUpdateBudget}},
+				RetryAfter: 3 * time.Second, Ops: []string{ops.CreateBudget, ops.UpdateBudget}},
 		}
 		if cfg.listen != "0.0.0.0:9999" {
 			t.Errorf("listen %q", cfg.listen)

@@ -8,16 +8,17 @@ import (
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // Connections: the name bound into their cursors, so one connection's
 // cursor is refused by another, their GraphQL type, and the upstream list
 // operation they walk, which their errors name.
 var (
-	connBudgets         = connection{"budgets", "BudgetConnection", upstream.OpListBudgets}
-	connRecommendations = connection{"recommendations", "RecommendationConnection", upstream.OpListRecommendations}
-	connAnomalies       = connection{"anomalies", "AnomalyConnection", upstream.OpListAnomalies}
-	connNotifications   = connection{"scheduledNotifications", "ScheduledNotificationConnection", upstream.OpListScheduledNotifications}
+	connBudgets         = connection{"budgets", "BudgetConnection", ops.ListBudgets}
+	connRecommendations = connection{"recommendations", "RecommendationConnection", ops.ListRecommendations}
+	connAnomalies       = connection{"anomalies", "AnomalyConnection", ops.ListAnomalies}
+	connNotifications   = connection{"scheduledNotifications", "ScheduledNotificationConnection", ops.ListScheduledNotifications}
 )
 
 // connection names a connection field.

@@ -13,6 +13,7 @@ import (
 	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // recommendation is a complete recommendation record with id id.
@@ -134,7 +135,7 @@ func TestConnectionPagingAlwaysEnds(t *testing.T) {
 			}
 			if tc.wantErr {
 				var ue *upstream.Error
-				if !errors.Is(err, upstream.ErrBadResponse) || !errors.As(err, &ue) || ue.Op != upstream.OpListRecommendations {
+				if !errors.Is(err, upstream.ErrBadResponse) || !errors.As(err, &ue) || ue.Op != ops.ListRecommendations {
 					t.Fatalf("err = %v, want an ErrBadResponse of listRecommendations", err)
 				}
 				return

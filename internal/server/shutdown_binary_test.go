@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -116,7 +117,7 @@ func TestBinarySIGTERM(t *testing.T) {
 	const n = 30
 	results := sendInFlight(t, "http://"+addr, n)
 	waitFor(t, 10*time.Second, "the requests did not reach the upstream", func() bool {
-		return s.Calls(sim.OpListBudgets) >= n
+		return s.Calls(ops.ListBudgets) >= n
 	})
 	termAt := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

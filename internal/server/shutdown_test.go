@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -99,7 +100,7 @@ func TestGracefulShutdown(t *testing.T) {
 	results := sendInFlight(t, gw.url, n)
 	// A request is in flight once the upstream has its first call.
 	waitFor(t, 10*time.Second, "the requests did not reach the upstream", func() bool {
-		return s.Calls(sim.OpListBudgets) >= n
+		return s.Calls(ops.ListBudgets) >= n
 	})
 
 	shutdownAt := time.Now()
@@ -127,7 +128,7 @@ func TestGracefulShutdown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after shutdown")
 	}
-	if got := s.Calls(sim.OpGetBudget); got != 2*n {
+	if got := s.Calls(ops.GetBudget); got != 2*n {
 		t.Errorf("the upstream saw %d budget reads, want %d", got, 2*n)
 	}
 	logs := gw.logs.String()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -15,23 +16,23 @@ import (
 func everyOperation(budgetID string) map[string]req {
 	q := explorerBody()
 	return map[string]req{
-		sim.OpListRecommendations:        {path: "/v1/recommendations"},
-		sim.OpListAnomalies:              {path: "/v1/anomalies"},
-		sim.OpExplorerSummary:            {method: http.MethodPost, path: "/v1/explorer/summary", body: q},
-		sim.OpExplorerPreviousPeriod:     {method: http.MethodPost, path: "/v1/explorer/previous-period", body: q},
-		sim.OpExplorerHistory:            {method: http.MethodPost, path: "/v1/explorer/history", body: q},
-		sim.OpExplorerHeatmap:            {method: http.MethodPost, path: "/v1/explorer/heatmap", body: q},
-		sim.OpExplorerDimensionValues:    {path: "/v1/explorer/dimensions/product_product_name/values"},
-		sim.OpListBudgets:                {path: "/v1/budgets"},
-		sim.OpCreateBudget:               {method: http.MethodPost, path: "/v1/budgets", idem: "k", body: map[string]any{"name": "x"}},
-		sim.OpBudgetLookbackGet:          {path: "/v1/budgets/lookback"},
-		sim.OpBudgetLookbackPost:         {method: http.MethodPost, path: "/v1/budgets/lookback", body: map[string]any{}},
-		sim.OpGetBudget:                  {path: "/v1/budgets/" + budgetID},
-		sim.OpUpdateBudget:               {method: http.MethodPatch, path: "/v1/budgets/" + budgetID, idem: "k", body: map[string]any{"name": "x"}},
-		sim.OpDeleteBudget:               {method: http.MethodDelete, path: "/v1/budgets/" + budgetID},
-		sim.OpGetBudgetActuals:           {path: "/v1/budgets/" + budgetID + "/actuals"},
-		sim.OpGetBudgetPlanning:          {path: "/v1/budgets/" + budgetID + "/planning"},
-		sim.OpListScheduledNotifications: {path: "/v1/notifications/scheduled"},
+		ops.ListRecommendations:        {path: "/v1/recommendations"},
+		ops.ListAnomalies:              {path: "/v1/anomalies"},
+		ops.ExplorerSummary:            {method: http.MethodPost, path: "/v1/explorer/summary", body: q},
+		ops.ExplorerPreviousPeriod:     {method: http.MethodPost, path: "/v1/explorer/previous-period", body: q},
+		ops.ExplorerHistory:            {method: http.MethodPost, path: "/v1/explorer/history", body: q},
+		ops.ExplorerHeatmap:            {method: http.MethodPost, path: "/v1/explorer/heatmap", body: q},
+		ops.ExplorerDimensionValues:    {path: "/v1/explorer/dimensions/product_product_name/values"},
+		ops.ListBudgets:                {path: "/v1/budgets"},
+		ops.CreateBudget:               {method: http.MethodPost, path: "/v1/budgets", idem: "k", body: map[string]any{"name": "x"}},
+		ops.BudgetLookbackGet:          {path: "/v1/budgets/lookback"},
+		ops.BudgetLookbackPost:         {method: http.MethodPost, path: "/v1/budgets/lookback", body: map[string]any{}},
+		ops.GetBudget:                  {path: "/v1/budgets/" + budgetID},
+		ops.UpdateBudget:               {method: http.MethodPatch, path: "/v1/budgets/" + budgetID, idem: "k", body: map[string]any{"name": "x"}},
+		ops.DeleteBudget:               {method: http.MethodDelete, path: "/v1/budgets/" + budgetID},
+		ops.GetBudgetActuals:           {path: "/v1/budgets/" + budgetID + "/actuals"},
+		ops.GetBudgetPlanning:          {path: "/v1/budgets/" + budgetID + "/planning"},
+		ops.ListScheduledNotifications: {path: "/v1/notifications/scheduled"},
 	}
 }
 
@@ -128,7 +129,7 @@ func TestScopes(t *testing.T) {
 		t.Errorf("read-only writes changed the budgets:\n%s", diff)
 	}
 	reads := everyOperation(id)
-	for _, op := range []string{sim.OpCreateBudget, sim.OpUpdateBudget, sim.OpDeleteBudget, sim.OpBudgetLookbackPost} {
+	for _, op := range []string{ops.CreateBudget, ops.UpdateBudget, ops.DeleteBudget, ops.BudgetLookbackPost} {
 		delete(reads, op)
 	}
 	for op, r := range reads {
@@ -243,10 +244,10 @@ func TestRouting(t *testing.T) {
 	})
 	t.Run("operation id", func(t *testing.T) {
 		for _, c := range []struct{ method, path, op string }{
-			{"GET", "/v1/budgets/lookback", sim.OpBudgetLookbackGet},
-			{"GET", "/v1/budgets/bud_1", sim.OpGetBudget},
+			{"GET", "/v1/budgets/lookback", ops.BudgetLookbackGet},
+			{"GET", "/v1/budgets/bud_1", ops.GetBudget},
 			{"PATCH", "/v1/budgets/lookback", ""},
-			{"GET", "/v1/explorer/dimensions/x/values", sim.OpExplorerDimensionValues},
+			{"GET", "/v1/explorer/dimensions/x/values", ops.ExplorerDimensionValues},
 			{"GET", "/nope", ""},
 		} {
 			if got := e.sim.OperationID(c.method, c.path); got != c.op {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -100,7 +101,7 @@ func TestConcurrentMix(t *testing.T) {
 			_ = e.sim.Counts()
 			_ = e.sim.TotalCalls()
 			_ = e.sim.IDs(sim.DemoKey, "budgets")
-			_ = e.sim.Calls(sim.OpCreateBudget)
+			_ = e.sim.Calls(ops.CreateBudget)
 		}
 	}()
 	wg.Wait()
@@ -117,7 +118,7 @@ func TestConcurrentMix(t *testing.T) {
 			t.Errorf("%s: list differs from IDs:\n%s", run.key, diff)
 		}
 	}
-	if got, want := e.sim.Calls(sim.OpCreateBudget), int64(2*len(runs)*workers*rounds); got != want {
+	if got, want := e.sim.Calls(ops.CreateBudget), int64(2*len(runs)*workers*rounds); got != want {
 		t.Errorf("Calls(createBudget) = %d, want %d", got, want)
 	}
 }

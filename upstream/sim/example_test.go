@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -34,7 +35,7 @@ func Example() {
 		return
 	}
 	fmt.Println(resp.StatusCode, len(body.Data), body.Pagination.HasMore)
-	fmt.Println(s.Calls(sim.OpListBudgets), len(s.IDs(sim.DemoKey, sim.CollectionBudgets)))
+	fmt.Println(s.Calls(ops.ListBudgets), len(s.IDs(sim.DemoKey, sim.CollectionBudgets)))
 	// Output:
 	// 200 2 true
 	// 1 24
@@ -43,7 +44,7 @@ func Example() {
 // Inject a fault into one operation only.
 func ExampleServer_SetFaults() {
 	s := sim.New(sim.Options{})
-	s.SetFaults(sim.Faults{Error503: 1, Ops: []string{sim.OpListAnomalies}})
+	s.SetFaults(sim.Faults{Error503: 1, Ops: []string{ops.ListAnomalies}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 

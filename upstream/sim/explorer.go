@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // maxRangeDays bounds an Explorer date range, inclusive.
@@ -221,7 +223,7 @@ func explorerSummary(c *call) response {
 	return c.ok(struct {
 		Cards           []summaryCard `json:"cards"`
 		ServedFromCache bool          `json:"servedFromCache"`
-	}{cards, c.cached(OpExplorerSummary, q.canonical)})
+	}{cards, c.cached(ops.ExplorerSummary, q.canonical)})
 }
 
 func explorerPreviousPeriod(c *call) response {
@@ -239,7 +241,7 @@ func explorerPreviousPeriod(c *call) response {
 		PreviousTotal   dec2 `json:"previousTotal"`
 		ChangePercent   dec2 `json:"changePercent"`
 		ServedFromCache bool `json:"servedFromCache"`
-	}{dec2(tt.current), dec2(tt.previous), dec2(change), c.cached(OpExplorerPreviousPeriod, q.canonical)})
+	}{dec2(tt.current), dec2(tt.previous), dec2(change), c.cached(ops.ExplorerPreviousPeriod, q.canonical)})
 }
 
 // bucketStart returns the first day of d's bucket: the day itself, its ISO
@@ -357,7 +359,7 @@ func explorerHistory(c *call) response {
 		TimeColumn       string       `json:"timeColumn"`
 		GroupBy          string       `json:"groupBy"`
 		ServedFromCache  bool         `json:"servedFromCache"`
-	}{rows, totalsRows, []struct{}{}, []struct{}{}, "usage_date", col, c.cached(OpExplorerHistory, q.canonical)})
+	}{rows, totalsRows, []struct{}{}, []struct{}{}, "usage_date", col, c.cached(ops.ExplorerHistory, q.canonical)})
 }
 
 type heatmapRow struct {
@@ -399,7 +401,7 @@ func explorerHeatmap(c *call) response {
 	return c.ok(struct {
 		Rows            []heatmapRow `json:"rows"`
 		ServedFromCache bool         `json:"servedFromCache"`
-	}{rows, c.cached(OpExplorerHeatmap, q.canonical)})
+	}{rows, c.cached(ops.ExplorerHeatmap, q.canonical)})
 }
 
 type dimensionItem struct {
@@ -441,5 +443,5 @@ func explorerDimensionValues(c *call) response {
 		Values          []string        `json:"values"`
 		HasMore         bool            `json:"hasMore"`
 		ServedFromCache bool            `json:"servedFromCache"`
-	}{items, values, false, c.cached(OpExplorerDimensionValues, columnName(col))})
+	}{items, values, false, c.cached(ops.ExplorerDimensionValues, columnName(col))})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -45,7 +46,7 @@ func TestFaultStatuses(t *testing.T) {
 					t.Errorf("%s: Retry-After %q, want %q", r.path, ra, tc.retryAfter)
 				}
 			}
-			if got := e.sim.Calls(sim.OpListBudgets); got != 2 {
+			if got := e.sim.Calls(ops.ListBudgets); got != 2 {
 				t.Errorf("Calls(listBudgets) = %d, want 2: faulted requests still count", got)
 			}
 		})
@@ -55,9 +56,9 @@ func TestFaultStatuses(t *testing.T) {
 func TestFaultOps(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, sim.Options{})
-	ops := []string{sim.OpGetBudget}
-	e.sim.SetFaults(sim.Faults{Error500: 1, Ops: ops})
-	ops[0] = sim.OpListBudgets // the server keeps its own copy
+	faulted := []string{ops.GetBudget}
+	e.sim.SetFaults(sim.Faults{Error500: 1, Ops: faulted})
+	faulted[0] = ops.ListBudgets // the server keeps its own copy
 	id := firstBudgetID(t, e, sim.DemoKey)
 	if r := e.get(t, "/v1/budgets"); r.status != http.StatusOK {
 		t.Errorf("listBudgets: %d", r.status)
@@ -112,7 +113,7 @@ func TestDropBefore(t *testing.T) {
 	if diff := cmp.Diff(before, e.sim.IDs(sim.DemoKey, "budgets")); diff != "" {
 		t.Errorf("a drop before the operation wrote:\n%s", diff)
 	}
-	if got := e.sim.Calls(sim.OpCreateBudget); got != 1 {
+	if got := e.sim.Calls(ops.CreateBudget); got != 1 {
 		t.Errorf("Calls(createBudget) = %d, want 1", got)
 	}
 	// Nothing was stored under the key: the retry runs the operation.
@@ -128,7 +129,7 @@ func TestDropAfter(t *testing.T) {
 	e := newEnv(t, sim.Options{}).withoutKeepAlive()
 	body := createBody(t, e, sim.DemoKey)
 	before := e.sim.IDs(sim.DemoKey, "budgets")
-	e.sim.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{sim.OpCreateBudget}})
+	e.sim.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{ops.CreateBudget}})
 	if _, err := e.try(req{method: "POST", path: "/v1/budgets", key: sim.DemoKey, idem: "drop-after", body: body}); err == nil {
 		t.Fatal("no error from a dropped connection")
 	}
@@ -212,21 +213,21 @@ func TestCounts(t *testing.T) {
 	e.do(t, req{path: "/v1/budgets/" + id + "/planning"})
 	e.get(t, "/v1/nowhere")
 	e.do(t, req{method: http.MethodPut, path: "/v1/budgets", key: sim.DemoKey})
-	want := map[string]int64{sim.OpListBudgets: 2, sim.OpGetBudget: 2, sim.OpGetBudgetPlanning: 1}
+	want := map[string]int64{ops.ListBudgets: 2, ops.GetBudget: 2, ops.GetBudgetPlanning: 1}
 	if diff := cmp.Diff(want, e.sim.Counts()); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
 	if got := e.sim.TotalCalls(); got != 7 {
 		t.Errorf("TotalCalls %d, want 7 (unmatched requests count)", got)
 	}
-	if got := e.sim.Calls(sim.OpGetBudget); got != 2 {
+	if got := e.sim.Calls(ops.GetBudget); got != 2 {
 		t.Errorf("Calls(getBudget) = %d", got)
 	}
 	if got := e.sim.Calls("noSuchOperation"); got != 0 {
 		t.Errorf("Calls(unknown) = %d", got)
 	}
 	e.sim.ResetCounts()
-	if got := e.sim.Calls(sim.OpListBudgets); got != 0 {
+	if got := e.sim.Calls(ops.ListBudgets); got != 0 {
 		t.Errorf("after reset: %d", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -187,7 +188,7 @@ func TestIdempotencyConcurrent(t *testing.T) {
 	if got := len(e.sim.IDs(sim.DemoKey, "budgets")); got != before+1 {
 		t.Errorf("%d budgets, want %d", got, before+1)
 	}
-	if got := e.sim.Calls(sim.OpCreateBudget); got != n {
+	if got := e.sim.Calls(ops.CreateBudget); got != n {
 		t.Errorf("Calls(createBudget) = %d, want %d", got, n)
 	}
 }

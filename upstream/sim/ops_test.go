@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/costgw/gateway/upstream/ops"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -59,17 +60,17 @@ func TestOperationsHappyPath(t *testing.T) {
 		req   req
 		check func(t *testing.T, r result)
 	}{
-		{"list recommendations", sim.OpListRecommendations, req{path: "/v1/recommendations"}, listCheck(recommendationShape, false)},
-		{"list anomalies", sim.OpListAnomalies, req{path: "/v1/anomalies"}, listCheck(anomalyShape, false)},
-		{"list scheduled notifications", sim.OpListScheduledNotifications, req{path: "/v1/notifications/scheduled"}, listCheck(notificationShape, true)},
-		{"list budgets", sim.OpListBudgets, req{path: "/v1/budgets"}, func(t *testing.T, r result) {
+		{"list recommendations", ops.ListRecommendations, req{path: "/v1/recommendations"}, listCheck(recommendationShape, false)},
+		{"list anomalies", ops.ListAnomalies, req{path: "/v1/anomalies"}, listCheck(anomalyShape, false)},
+		{"list scheduled notifications", ops.ListScheduledNotifications, req{path: "/v1/notifications/scheduled"}, listCheck(notificationShape, true)},
+		{"list budgets", ops.ListBudgets, req{path: "/v1/budgets"}, func(t *testing.T, r result) {
 			data := r.data(t).([]any)
 			for i, b := range data {
 				checkBudget(t, "data["+itoa(i)+"]", b)
 			}
 			checkShape(t, "pagination", r.obj(t)["pagination"], paginationShape)
 		}},
-		{"explorer summary", sim.OpExplorerSummary, req{method: http.MethodPost, path: "/v1/explorer/summary", body: explorerBody()}, func(t *testing.T, r result) {
+		{"explorer summary", ops.ExplorerSummary, req{method: http.MethodPost, path: "/v1/explorer/summary", body: explorerBody()}, func(t *testing.T, r result) {
 			d := r.dataObj(t)
 			checkShape(t, "data", d, map[string]string{"cards": kArray, "servedFromCache": kBool})
 			cards := d["cards"].([]any)
@@ -85,10 +86,10 @@ func TestOperationsHappyPath(t *testing.T) {
 				t.Errorf("card titles (-want +got):\n%s", diff)
 			}
 		}},
-		{"explorer previous period", sim.OpExplorerPreviousPeriod, req{method: http.MethodPost, path: "/v1/explorer/previous-period", body: explorerBody()}, func(t *testing.T, r result) {
+		{"explorer previous period", ops.ExplorerPreviousPeriod, req{method: http.MethodPost, path: "/v1/explorer/previous-period", body: explorerBody()}, func(t *testing.T, r result) {
 			checkShape(t, "data", r.dataObj(t), map[string]string{"currentTotal": kNumber, "previousTotal": kNumber, "changePercent": kNumber, "servedFromCache": kBool})
 		}},
-		{"explorer history", sim.OpExplorerHistory, req{method: http.MethodPost, path: "/v1/explorer/history", body: explorerBody()}, func(t *testing.T, r result) {
+		{"explorer history", ops.ExplorerHistory, req{method: http.MethodPost, path: "/v1/explorer/history", body: explorerBody()}, func(t *testing.T, r result) {
 			d := r.dataObj(t)
 			checkShape(t, "data", d, map[string]string{"costRows": kArray, "totalsByTimeRows": kArray, "usageRows": kArray,
 				"usageGroupRows": kArray, "timeColumn": kString, "groupBy": kString, "servedFromCache": kBool})
@@ -103,7 +104,7 @@ func TestOperationsHappyPath(t *testing.T) {
 				checkShape(t, "costRows["+itoa(i)+"]", row, map[string]string{"product_product_name": kString, "usage_date": kInteger, "cost": kNumber})
 			}
 		}},
-		{"explorer heatmap", sim.OpExplorerHeatmap, req{method: http.MethodPost, path: "/v1/explorer/heatmap", body: explorerBody()}, func(t *testing.T, r result) {
+		{"explorer heatmap", ops.ExplorerHeatmap, req{method: http.MethodPost, path: "/v1/explorer/heatmap", body: explorerBody()}, func(t *testing.T, r result) {
 			rows := r.dataObj(t)["rows"].([]any)
 			if len(rows) == 0 {
 				t.Fatal("no rows")
@@ -112,7 +113,7 @@ func TestOperationsHappyPath(t *testing.T) {
 				checkShape(t, "rows["+itoa(i)+"]", row, map[string]string{"dimension": kString, "day": kDate, "cost": kNumber})
 			}
 		}},
-		{"explorer dimension values", sim.OpExplorerDimensionValues, req{path: "/v1/explorer/dimensions/billing_account_name/values"}, func(t *testing.T, r result) {
+		{"explorer dimension values", ops.ExplorerDimensionValues, req{path: "/v1/explorer/dimensions/billing_account_name/values"}, func(t *testing.T, r result) {
 			d := r.dataObj(t)
 			checkShape(t, "data", d, map[string]string{"items": kArray, "values": kArray, "hasMore": kBool, "servedFromCache": kBool})
 			items, values := d["items"].([]any), d["values"].([]any)
@@ -126,12 +127,12 @@ func TestOperationsHappyPath(t *testing.T) {
 				}
 			}
 		}},
-		{"create budget", sim.OpCreateBudget, req{method: http.MethodPost, path: "/v1/budgets", idem: "happy-create", body: map[string]any{
+		{"create budget", ops.CreateBudget, req{method: http.MethodPost, path: "/v1/budgets", idem: "happy-create", body: map[string]any{
 			"name": "Happy path", "startDate": "2027-01-01", "numberOfPeriods": 3, "explorerReportId": rpt,
 		}}, func(t *testing.T, r result) {
 			checkBudget(t, "budget", r.dataObj(t)["budget"])
 		}},
-		{"lookback get", sim.OpBudgetLookbackGet, req{path: "/v1/budgets/lookback"}, func(t *testing.T, r result) {
+		{"lookback get", ops.BudgetLookbackGet, req{path: "/v1/budgets/lookback"}, func(t *testing.T, r result) {
 			ps := r.dataObj(t)["periods"].([]any)
 			if len(ps) != 6 {
 				t.Fatalf("%d periods, want 6", len(ps))
@@ -140,7 +141,7 @@ func TestOperationsHappyPath(t *testing.T) {
 				checkShape(t, "periods["+itoa(i)+"]", p, map[string]string{"periodKey": kString, "actual": kNumber, "projected": kNumber})
 			}
 		}},
-		{"lookback post", sim.OpBudgetLookbackPost, req{method: http.MethodPost, path: "/v1/budgets/lookback", body: map[string]any{
+		{"lookback post", ops.BudgetLookbackPost, req{method: http.MethodPost, path: "/v1/budgets/lookback", body: map[string]any{
 			"explorerReportId": rpt, "startDate": "2026-11-01", "period": "MONTHLY", "lookbackPeriod": 4, "numberOfPeriods": 12,
 		}}, func(t *testing.T, r result) {
 			ps := r.dataObj(t)["periods"].([]any)
@@ -156,7 +157,7 @@ func TestOperationsHappyPath(t *testing.T) {
 				t.Errorf("period keys (-want +got):\n%s", diff)
 			}
 		}},
-		{"get budget", sim.OpGetBudget, req{path: "/v1/budgets/" + budgetID}, func(t *testing.T, r result) {
+		{"get budget", ops.GetBudget, req{path: "/v1/budgets/" + budgetID}, func(t *testing.T, r result) {
 			d := r.dataObj(t)
 			checkBudget(t, "budget", d["budget"])
 			checkShape(t, "metrics", d["metrics"], map[string]string{"totalTarget": kNumber, "totalActual": kNumber, "variance": kNumber})
@@ -166,17 +167,17 @@ func TestOperationsHappyPath(t *testing.T) {
 			}
 			checkShape(t, "dimensions[0]", dims[0], map[string]string{"name": kString, "values": kArray})
 		}},
-		{"update budget", sim.OpUpdateBudget, req{method: http.MethodPatch, path: "/v1/budgets/" + budgetID, idem: "happy-update", body: map[string]any{"name": "Renamed"}}, func(t *testing.T, r result) {
+		{"update budget", ops.UpdateBudget, req{method: http.MethodPatch, path: "/v1/budgets/" + budgetID, idem: "happy-update", body: map[string]any{"name": "Renamed"}}, func(t *testing.T, r result) {
 			b := r.dataObj(t)["budget"]
 			checkBudget(t, "budget", b)
 			if b.(map[string]any)["name"] != "Renamed" {
 				t.Errorf("name %v", b.(map[string]any)["name"])
 			}
 		}},
-		{"budget actuals", sim.OpGetBudgetActuals, req{path: "/v1/budgets/" + budgetID + "/actuals"}, func(t *testing.T, r result) {
+		{"budget actuals", ops.GetBudgetActuals, req{path: "/v1/budgets/" + budgetID + "/actuals"}, func(t *testing.T, r result) {
 			checkShape(t, "data", r.dataObj(t), map[string]string{"actualsByPlanning": kObject, "accountActualsByPeriod": kObject})
 		}},
-		{"budget planning", sim.OpGetBudgetPlanning, req{path: "/v1/budgets/" + budgetID + "/planning"}, func(t *testing.T, r result) {
+		{"budget planning", ops.GetBudgetPlanning, req{path: "/v1/budgets/" + budgetID + "/planning"}, func(t *testing.T, r result) {
 			ps := r.dataObj(t)["plannings"].([]any)
 			if len(ps) < 2 || len(ps) > 5 {
 				t.Errorf("%d planning rows, want 2 to 5", len(ps))
@@ -185,7 +186,7 @@ func TestOperationsHappyPath(t *testing.T) {
 				checkShape(t, "plannings["+itoa(i)+"]", p, planningShape)
 			}
 		}},
-		{"delete budget", sim.OpDeleteBudget, req{method: http.MethodDelete, path: "/v1/budgets/" + created}, func(t *testing.T, r result) {
+		{"delete budget", ops.DeleteBudget, req{method: http.MethodDelete, path: "/v1/budgets/" + created}, func(t *testing.T, r result) {
 			if diff := cmp.Diff(map[string]any{"success": true}, r.dataObj(t)); diff != "" {
 				t.Errorf("delete data (-want +got):\n%s", diff)
 			}

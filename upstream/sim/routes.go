@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // Scopes an operation can require.
@@ -58,23 +60,23 @@ func newRouter() *router {
 		rt.patterns = append(rt.patterns, &pattern{segs: segs, routes: []*route{{method, op, scope, h}}})
 	}
 	get, post, patch, del := http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
-	add(get, "/v1/recommendations", OpListRecommendations, scopeCostRead, listRecommendations)
-	add(get, "/v1/anomalies", OpListAnomalies, scopeCostRead, listAnomalies)
-	add(post, "/v1/explorer/summary", OpExplorerSummary, scopeCostRead, explorerSummary)
-	add(post, "/v1/explorer/previous-period", OpExplorerPreviousPeriod, scopeCostRead, explorerPreviousPeriod)
-	add(post, "/v1/explorer/history", OpExplorerHistory, scopeCostRead, explorerHistory)
-	add(post, "/v1/explorer/heatmap", OpExplorerHeatmap, scopeCostRead, explorerHeatmap)
-	add(get, "/v1/explorer/dimensions/{key}/values", OpExplorerDimensionValues, scopeCostRead, explorerDimensionValues)
-	add(get, "/v1/budgets", OpListBudgets, scopeBudgetsRead, listBudgets)
-	add(post, "/v1/budgets", OpCreateBudget, scopeBudgetsWrite, createBudget)
-	add(get, "/v1/budgets/lookback", OpBudgetLookbackGet, scopeBudgetsRead, budgetLookbackGet)
-	add(post, "/v1/budgets/lookback", OpBudgetLookbackPost, scopeBudgetsRead, budgetLookbackPost)
-	add(get, "/v1/budgets/{id}", OpGetBudget, scopeBudgetsRead, getBudget)
-	add(patch, "/v1/budgets/{id}", OpUpdateBudget, scopeBudgetsWrite, updateBudget)
-	add(del, "/v1/budgets/{id}", OpDeleteBudget, scopeBudgetsWrite, deleteBudget)
-	add(get, "/v1/budgets/{id}/actuals", OpGetBudgetActuals, scopeBudgetsRead, getBudgetActuals)
-	add(get, "/v1/budgets/{id}/planning", OpGetBudgetPlanning, scopeBudgetsRead, getBudgetPlanning)
-	add(get, "/v1/notifications/scheduled", OpListScheduledNotifications, scopeNotificationsRead, listScheduledNotifications)
+	add(get, "/v1/recommendations", ops.ListRecommendations, scopeCostRead, listRecommendations)
+	add(get, "/v1/anomalies", ops.ListAnomalies, scopeCostRead, listAnomalies)
+	add(post, "/v1/explorer/summary", ops.ExplorerSummary, scopeCostRead, explorerSummary)
+	add(post, "/v1/explorer/previous-period", ops.ExplorerPreviousPeriod, scopeCostRead, explorerPreviousPeriod)
+	add(post, "/v1/explorer/history", ops.ExplorerHistory, scopeCostRead, explorerHistory)
+	add(post, "/v1/explorer/heatmap", ops.ExplorerHeatmap, scopeCostRead, explorerHeatmap)
+	add(get, "/v1/explorer/dimensions/{key}/values", ops.ExplorerDimensionValues, scopeCostRead, explorerDimensionValues)
+	add(get, "/v1/budgets", ops.ListBudgets, scopeBudgetsRead, listBudgets)
+	add(post, "/v1/budgets", ops.CreateBudget, scopeBudgetsWrite, createBudget)
+	add(get, "/v1/budgets/lookback", ops.BudgetLookbackGet, scopeBudgetsRead, budgetLookbackGet)
+	add(post, "/v1/budgets/lookback", ops.BudgetLookbackPost, scopeBudgetsRead, budgetLookbackPost)
+	add(get, "/v1/budgets/{id}", ops.GetBudget, scopeBudgetsRead, getBudget)
+	add(patch, "/v1/budgets/{id}", ops.UpdateBudget, scopeBudgetsWrite, updateBudget)
+	add(del, "/v1/budgets/{id}", ops.DeleteBudget, scopeBudgetsWrite, deleteBudget)
+	add(get, "/v1/budgets/{id}/actuals", ops.GetBudgetActuals, scopeBudgetsRead, getBudgetActuals)
+	add(get, "/v1/budgets/{id}/planning", ops.GetBudgetPlanning, scopeBudgetsRead, getBudgetPlanning)
+	add(get, "/v1/notifications/scheduled", ops.ListScheduledNotifications, scopeNotificationsRead, listScheduledNotifications)
 	return rt
 }
 

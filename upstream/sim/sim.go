@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // The demo API keys. Each belongs to one organization; see docs/simulator.md.
@@ -20,46 +22,6 @@ const (
 	// UnentitledKey belongs to organization three, whose plan has no public
 	// API: every call with it answers 403 forbidden_entitlement.
 	UnentitledKey = "demo-unentitled-key"
-)
-
-// Operation ids, as named by the contract's operation table. They key the
-// request counters and Faults.Ops.
-const (
-	// OpListRecommendations is GET /v1/recommendations.
-	OpListRecommendations = "listRecommendations"
-	// OpListAnomalies is GET /v1/anomalies.
-	OpListAnomalies = "listAnomalies"
-	// OpExplorerSummary is POST /v1/explorer/summary.
-	OpExplorerSummary = "explorerSummary"
-	// OpExplorerPreviousPeriod is POST /v1/explorer/previous-period.
-	OpExplorerPreviousPeriod = "explorerPreviousPeriod"
-	// OpExplorerHistory is POST /v1/explorer/history.
-	OpExplorerHistory = "explorerHistory"
-	// OpExplorerHeatmap is POST /v1/explorer/heatmap.
-	OpExplorerHeatmap = "explorerHeatmap"
-	// OpExplorerDimensionValues is GET /v1/explorer/dimensions/{key}/values.
-	OpExplorerDimensionValues = "explorerDimensionValues"
-	// OpListBudgets is GET /v1/budgets.
-	OpListBudgets = "listBudgets"
-	// OpCreateBudget is POST /v1/budgets.
-	OpCreateBudget = "createBudget"
-	// OpBudgetLookbackGet is GET /v1/budgets/lookback.
-	OpBudgetLookbackGet = "budgetLookbackGet"
-	// OpBudgetLookbackPost is POST /v1/budgets/lookback.
-	OpBudgetLookbackPost = "budgetLookbackPost"
-	// OpGetBudget is GET /v1/budgets/{id}.
-	OpGetBudget = "getBudget"
-	// OpUpdateBudget is PATCH /v1/budgets/{id}.
-	OpUpdateBudget = "updateBudget"
-	// OpDeleteBudget is DELETE /v1/budgets/{id}.
-	OpDeleteBudget = "deleteBudget"
-	// OpGetBudgetActuals is GET /v1/budgets/{id}/actuals.
-	OpGetBudgetActuals = "getBudgetActuals"
-	// OpGetBudgetPlanning is GET /v1/budgets/{id}/planning.
-	OpGetBudgetPlanning = "getBudgetPlanning"
-	// OpListScheduledNotifications is GET /v1/notifications/scheduled; the
-	// contract names no operation id for it, so the simulator uses this one.
-	OpListScheduledNotifications = "listScheduledNotifications"
 )
 
 // Collection names accepted by [Server.IDs].
@@ -185,11 +147,11 @@ func New(opts Options) *Server {
 // order.
 func Operations() []string {
 	return []string{
-		OpListRecommendations, OpListAnomalies,
-		OpExplorerSummary, OpExplorerPreviousPeriod, OpExplorerHistory, OpExplorerHeatmap, OpExplorerDimensionValues,
-		OpListBudgets, OpCreateBudget, OpBudgetLookbackGet, OpBudgetLookbackPost,
-		OpGetBudget, OpUpdateBudget, OpDeleteBudget, OpGetBudgetActuals, OpGetBudgetPlanning,
-		OpListScheduledNotifications,
+		ops.ListRecommendations, ops.ListAnomalies,
+		ops.ExplorerSummary, ops.ExplorerPreviousPeriod, ops.ExplorerHistory, ops.ExplorerHeatmap, ops.ExplorerDimensionValues,
+		ops.ListBudgets, ops.CreateBudget, ops.BudgetLookbackGet, ops.BudgetLookbackPost,
+		ops.GetBudget, ops.UpdateBudget, ops.DeleteBudget, ops.GetBudgetActuals, ops.GetBudgetPlanning,
+		ops.ListScheduledNotifications,
 	}
 }
 
