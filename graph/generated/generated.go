@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -8730,8 +8732,7 @@ var anomalyImplementors = []string{"Anomaly", "Node"}
 
 func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, obj *upstream.Anomaly) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -8909,8 +8910,7 @@ var anomalyConnectionImplementors = []string{"AnomalyConnection"}
 
 func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -8959,8 +8959,7 @@ var anomalyEdgeImplementors = []string{"AnomalyEdge"}
 
 func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9004,8 +9003,7 @@ var budgetImplementors = []string{"Budget", "Node"}
 
 func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *upstream.Budget) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9177,7 +9175,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 		case "plannings":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9185,7 +9183,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_plannings(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9199,7 +9197,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9216,11 +9214,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "metrics":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9228,7 +9226,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_metrics(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9242,7 +9240,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9259,11 +9257,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "dimensions":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9271,7 +9269,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_dimensions(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9285,7 +9283,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9302,11 +9300,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "actuals":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9314,7 +9312,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_actuals(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9328,7 +9326,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9345,7 +9343,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9373,8 +9371,7 @@ var budgetActualsImplementors = []string{"BudgetActuals"}
 
 func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetActuals) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetActualsImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9423,8 +9420,7 @@ var budgetConnectionImplementors = []string{"BudgetConnection"}
 
 func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9473,8 +9469,7 @@ var budgetEdgeImplementors = []string{"BudgetEdge"}
 
 func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9518,8 +9513,7 @@ var budgetLookbackImplementors = []string{"BudgetLookback"}
 
 func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.SelectionSet, obj *upstream.Lookback) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetLookbackImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9558,8 +9552,7 @@ var budgetMetricsImplementors = []string{"BudgetMetrics"}
 
 func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.SelectionSet, obj *upstream.BudgetMetrics) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetMetricsImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9608,8 +9601,7 @@ var createBudgetPayloadImplementors = []string{"CreateBudgetPayload"}
 
 func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateBudgetPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, createBudgetPayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9658,8 +9650,7 @@ var deleteBudgetPayloadImplementors = []string{"DeleteBudgetPayload"}
 
 func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteBudgetPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, deleteBudgetPayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9713,8 +9704,7 @@ var dimensionValueImplementors = []string{"DimensionValue"}
 
 func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, dimensionValueImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9758,8 +9748,7 @@ var dimensionValuesImplementors = []string{"DimensionValues"}
 
 func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValues) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, dimensionValuesImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9813,8 +9802,7 @@ var explorerImplementors = []string{"Explorer"}
 
 func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet, obj *model.Explorer) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9824,7 +9812,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 		case "summary":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9832,7 +9820,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_summary(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9846,7 +9834,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9863,11 +9851,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "previousPeriod":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9875,7 +9863,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_previousPeriod(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9889,7 +9877,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9906,11 +9894,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "history":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9918,7 +9906,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_history(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9932,7 +9920,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9949,11 +9937,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "heatmap":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -9961,7 +9949,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_heatmap(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -9975,7 +9963,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -9992,11 +9980,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "dimensionValues":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -10004,7 +9992,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_dimensionValues(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -10018,7 +10006,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -10035,7 +10023,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10063,8 +10051,7 @@ var explorerHeatmapImplementors = []string{"ExplorerHeatmap"}
 
 func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHeatmap) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerHeatmapImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10108,8 +10095,7 @@ var explorerHistoryImplementors = []string{"ExplorerHistory"}
 
 func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHistory) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerHistoryImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10119,7 +10105,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 		case "costRows":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -10127,7 +10113,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				}()
 				res = ec._ExplorerHistory_costRows(ctx, field, obj)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -10141,7 +10127,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -10158,7 +10144,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "totalsByTimeRows":
 			out.Values[i] = ec._ExplorerHistory_totalsByTimeRows(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10216,8 +10202,7 @@ var explorerPreviousPeriodImplementors = []string{"ExplorerPreviousPeriod"}
 
 func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerPreviousPeriod) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerPreviousPeriodImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10271,8 +10256,7 @@ var explorerReportImplementors = []string{"ExplorerReport", "Node"}
 
 func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerReport) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerReportImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10353,8 +10337,7 @@ var explorerSummaryImplementors = []string{"ExplorerSummary"}
 
 func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerSummary) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerSummaryImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10398,8 +10381,7 @@ var heatmapRowImplementors = []string{"HeatmapRow"}
 
 func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSet, obj *upstream.HeatmapRow) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, heatmapRowImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10448,8 +10430,7 @@ var historyCostRowImplementors = []string{"HistoryCostRow"}
 
 func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryCostRow) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, historyCostRowImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10503,8 +10484,7 @@ var lookbackPeriodImplementors = []string{"LookbackPeriod"}
 
 func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.LookbackPeriod) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, lookbackPeriodImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10557,7 +10537,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		Object: "Mutation",
 	})
 
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10617,8 +10597,7 @@ var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10672,8 +10651,7 @@ var periodAmountImplementors = []string{"PeriodAmount"}
 
 func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.SelectionSet, obj *model.PeriodAmount) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, periodAmountImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10717,8 +10695,7 @@ var planningImplementors = []string{"Planning", "Node"}
 
 func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet, obj *upstream.Planning) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, planningImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10775,7 +10752,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 		case "budget":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -10783,7 +10760,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Planning_budget(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -10797,7 +10774,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -10814,7 +10791,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "dimension1":
 			out.Values[i] = ec._Planning_dimension1(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10900,7 +10877,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 		case "actuals":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -10908,7 +10885,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Planning_actuals(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
@@ -10922,7 +10899,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, dfs)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -10939,7 +10916,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10967,8 +10944,7 @@ var planningActualsImplementors = []string{"PlanningActuals"}
 
 func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.SelectionSet, obj *model.PlanningActuals) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, planningActualsImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11016,7 +10992,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		Object: "Query",
 	})
 
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11031,7 +11007,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		case "node":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11039,21 +11015,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_node(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "nodes":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11061,21 +11037,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_nodes(ctx, field)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "cost":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11083,21 +11059,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_cost(ctx, field)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budgets":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11105,21 +11081,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budgets(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budget":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11127,21 +11103,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budget(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budgetLookback":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11149,21 +11125,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budgetLookback(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budgetLookbackPreview":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11171,21 +11147,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budgetLookbackPreview(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "explorer":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11193,21 +11169,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_explorer(ctx, field)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "recommendations":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11215,21 +11191,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_recommendations(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "anomalies":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11237,21 +11213,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_anomalies(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "scheduledNotifications":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11259,14 +11235,14 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_scheduledNotifications(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
@@ -11311,8 +11287,7 @@ var queryCostImplementors = []string{"QueryCost"}
 
 func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet, obj *model.QueryCost) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, queryCostImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11356,8 +11331,7 @@ var recommendationImplementors = []string{"Recommendation", "Node"}
 
 func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.SelectionSet, obj *upstream.Recommendation) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11515,8 +11489,7 @@ var recommendationConnectionImplementors = []string{"RecommendationConnection"}
 
 func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11565,8 +11538,7 @@ var recommendationEdgeImplementors = []string{"RecommendationEdge"}
 
 func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11610,8 +11582,7 @@ var scheduledNotificationImplementors = []string{"ScheduledNotification", "Node"
 
 func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.SelectionSet, obj *upstream.ScheduledNotification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11792,8 +11763,7 @@ var scheduledNotificationConnectionImplementors = []string{"ScheduledNotificatio
 
 func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11847,8 +11817,7 @@ var scheduledNotificationEdgeImplementors = []string{"ScheduledNotificationEdge"
 
 func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11892,8 +11861,7 @@ var summaryCardImplementors = []string{"SummaryCard"}
 
 func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionSet, obj *upstream.SummaryCard) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, summaryCardImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11947,8 +11915,7 @@ var targetItemImplementors = []string{"TargetItem"}
 
 func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSet, obj *model.TargetItem) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, targetItemImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11992,8 +11959,7 @@ var updateBudgetPayloadImplementors = []string{"UpdateBudgetPayload"}
 
 func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateBudgetPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, updateBudgetPayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12042,8 +12008,7 @@ var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *upstream.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12134,8 +12099,7 @@ var userErrorImplementors = []string{"UserError"}
 
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userErrorImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12189,8 +12153,7 @@ var __DirectiveImplementors = []string{"__Directive"}
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __DirectiveImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12249,8 +12212,7 @@ var __EnumValueImplementors = []string{"__EnumValue"}
 
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __EnumValueImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12304,8 +12266,7 @@ var __FieldImplementors = []string{"__Field"}
 
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __FieldImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12369,8 +12330,7 @@ var __InputValueImplementors = []string{"__InputValue"}
 
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __InputValueImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12434,8 +12394,7 @@ var __SchemaImplementors = []string{"__Schema"}
 
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __SchemaImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12499,8 +12458,7 @@ var __TypeImplementors = []string{"__Type"}
 
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __TypeImplementors)
-
-	out := graphql.NewFieldSet(fields)
+	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12583,6 +12541,93 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 	}
 
 	return out
+}
+
+// objectOut is the field set of an object being resolved: gqlgen's
+// graphql.FieldSet without the views of @defer (which stay on a FieldSet of
+// their own), writing itself without a map of the aliases written, an
+// iterator or a copy of each field (costgw: internal/gqlgen/main.go).
+type objectOut struct {
+	fields   []graphql.CollectedField
+	Values   []graphql.Marshaler
+	Invalids uint32
+	delayed  []objectOutDelayed
+}
+
+type objectOutDelayed struct {
+	i int
+	f func(context.Context) graphql.Marshaler
+}
+
+func newObjectOut(fields []graphql.CollectedField) *objectOut {
+	return &objectOut{fields: fields, Values: make([]graphql.Marshaler, len(fields))}
+}
+
+// Concurrently records f, the resolution of field i, for Dispatch.
+func (o *objectOut) Concurrently(i int, f func(context.Context) graphql.Marshaler) {
+	o.delayed = append(o.delayed, objectOutDelayed{i: i, f: f})
+}
+
+// Dispatch runs what Concurrently recorded as graphql.FieldSet does: the
+// first on this goroutine, each other in a goroutine of its own.
+func (o *objectOut) Dispatch(ctx context.Context) {
+	switch len(o.delayed) {
+	case 0:
+	case 1:
+		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
+	default:
+		var wg sync.WaitGroup
+		for _, d := range o.delayed[1:] {
+			wg.Add(1)
+			go func(d objectOutDelayed) {
+				defer wg.Done()
+				o.Values[d.i] = d.f(ctx)
+			}(d)
+		}
+		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
+		wg.Wait()
+	}
+}
+
+// MarshalGQL writes the object's fields in order, an alias once, as
+// graphql.FieldSet does. Aliases are GraphQL names, which need no escaping.
+func (o *objectOut) MarshalGQL(w io.Writer) {
+	var seen map[string]struct{}
+	if len(o.fields) > 16 {
+		seen = make(map[string]struct{}, len(o.fields))
+	}
+	_, _ = io.WriteString(w, "{")
+	first := true
+	for i := range o.fields {
+		alias := o.fields[i].Alias
+		if seen != nil {
+			if _, ok := seen[alias]; ok {
+				continue
+			}
+			seen[alias] = struct{}{}
+		} else if objectOutWritten(o.fields[:i], alias) {
+			continue
+		}
+		if first {
+			_, _ = io.WriteString(w, "\"")
+			first = false
+		} else {
+			_, _ = io.WriteString(w, ",\"")
+		}
+		_, _ = io.WriteString(w, alias)
+		_, _ = io.WriteString(w, "\":")
+		o.Values[i].MarshalGQL(w)
+	}
+	_, _ = io.WriteString(w, "}")
+}
+
+func objectOutWritten(before []graphql.CollectedField, alias string) bool {
+	for i := range before {
+		if before[i].Alias == alias {
+			return true
+		}
+	}
+	return false
 }
 
 // endregion **************************** object.gotpl ****************************

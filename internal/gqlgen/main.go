@@ -25,6 +25,9 @@
 //   - With exec.worker_limit 1, the elements of a list are marshalled one
 //     after another on the caller's goroutine, as gqlgen's semaphore of one
 //     would, without a goroutine, a semaphore and a waiter each.
+//   - An object's own field set is an objectOut, which writes itself
+//     without gqlgen's map of aliases written, iterator and copy of each
+//     field (graphql.FieldSet's MarshalGQL); deferred fields keep theirs.
 //   - The @defer state of an object (a second field set, a map of labels, the
 //     object's path) is made only when one of its fields is deferred.
 //   - The resolvers listed in inlineResolvers are called on the object's
