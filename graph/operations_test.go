@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
 )
 
 func withMaxOperations(n int) envOption {
@@ -77,4 +76,3 @@ func TestQueuedOperationEndsWithItsRequest(t *testing.T) {
 	<-done
 	e.mustQuery(t, "demo-key", `{ budgets(first: 1) { nodes { name } } }`, nil, nil)
 }
-

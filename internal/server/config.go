@@ -117,7 +117,7 @@ const (
 	DefaultOperationsInFlight = 32
 	DefaultGCPercent          = 100
 	DefaultMemoryLimit        = 0
-	defaultLogFormat      = "json"
+	defaultLogFormat          = "json"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
 )
