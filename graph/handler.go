@@ -39,6 +39,12 @@ type Options struct {
 	Limits *limits.Config
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxOperations bounds the operations executing at once, across all
+	// requests; one more waits for a slot, its request's deadline running,
+	// and is not refused. 0 means no bound. What it bounds is the memory and
+	// goroutines of work in flight: decoded upstream answers and results
+	// being built (docs/performance.md).
+	MaxOperations int
 	// PersistedQueries stores the queries of automatic persisted queries,
 	// by sha256 hash; nil means an in-memory store of 16 MB. Replicas that
 	// share one (Redis) serve a hash any of them registered.
@@ -75,6 +81,9 @@ func NewHandler(o Options) http.Handler {
 		maxBody = DefaultMaxBodyBytes
 	}
 	tr := httpTransport{maxBody: maxBody}
+	if o.MaxOperations > 0 {
+		tr.ops = make(chan struct{}, o.MaxOperations)
+	}
 	if o.TrustedDocuments != nil || o.OnlyPersisted {
 		tr.trusted = newTrusted(o.TrustedDocuments, o.OnlyPersisted)
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -35,7 +36,35 @@ const NoKeyMaxBodyBytes = 32 << 10
 // what a request without a key may do before any of it runs.
 type httpTransport struct {
 	maxBody int64
-	trusted *trusted // trusted documents; nil: none
+	trusted *trusted      // trusted documents; nil: none
+	ops     chan struct{} // a slot per operation executing (Options.MaxOperations); nil: no bound
+}
+
+// admit waits until the operation may execute: a slot of t.ops is free or
+// there is no bound. It returns the release of the slot, or false when ctx
+// ended first. The operation keeps its slot until its answer is made (the
+// last part of an incremental one written), not while a slow client reads a
+// complete answer.
+func (t httpTransport) admit(ctx context.Context) (release func(), ok bool) {
+	if t.ops == nil {
+		return func() {}, true
+	}
+	select {
+	case t.ops <- struct{}{}:
+	default:
+		select {
+		case t.ops <- struct{}{}:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	released := false
+	return func() {
+		if !released {
+			released = true
+			<-t.ops
+		}
+	}, true
 }
 
 var _ graphql.Transport = httpTransport{}
@@ -98,8 +127,17 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	if !multipart {
 		withoutDefer(rc)
 	}
+	release, admitted := t.admit(ctx)
+	if !admitted {
+		refuseRequest(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
+		return
+	}
+	defer release()
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	first := responses(ctx)
+	if !multipart || !hasNext(first) {
+		release()
+	}
 	switch {
 	case first == nil:
 		refuseRequest(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -3939,322 +3941,105 @@ func (ec *executionContext) fieldContext_Anomaly_id(_ context.Context, field gra
 }
 
 func (ec *executionContext) _Anomaly_anomalyId(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_anomalyId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.AnomalyID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.AnomalyID)
 }
 func (ec *executionContext) fieldContext_Anomaly_anomalyId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_service(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_service(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Service, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Service)
 }
 func (ec *executionContext) fieldContext_Anomaly_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_startDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_startDate(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.StartDate, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Date) graphql.Marshaler {
-			return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.StartDate)
 }
 func (ec *executionContext) fieldContext_Anomaly_startDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Date does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_endDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_endDate(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.EndDate, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Date) graphql.Marshaler {
-			return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.EndDate)
 }
 func (ec *executionContext) fieldContext_Anomaly_endDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Date does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_scoreCurrent(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_scoreCurrent(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ScoreCurrent, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ScoreCurrent)
 }
 func (ec *executionContext) fieldContext_Anomaly_scoreCurrent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_scoreMax(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_scoreMax(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ScoreMax, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ScoreMax)
 }
 func (ec *executionContext) fieldContext_Anomaly_scoreMax(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_impactMax(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_impactMax(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ImpactMax, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactMax)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactMax(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_impactTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_impactTotal(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ImpactTotal, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactTotal)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_impactPct(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_impactPct(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ImpactPct, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactPct)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactPct(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_impactActualSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_impactActualSpend(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ImpactActualSpend, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactActualSpend)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactActualSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_impactExpectedSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_impactExpectedSpend(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ImpactExpectedSpend, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactExpectedSpend)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactExpectedSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_dimensionValue(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_dimensionValue(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DimensionValue, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.DimensionValue)
 }
 func (ec *executionContext) fieldContext_Anomaly_dimensionValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_detectionSource(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_detectionSource(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DetectionSource, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNDetectionSource2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDetectionSource2string(ctx, field.Selections, obj.DetectionSource)
 }
 func (ec *executionContext) fieldContext_Anomaly_detectionSource(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type DetectionSource does not have child fields"))
 }
 
 func (ec *executionContext) _Anomaly_detectionSourceRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Anomaly_detectionSourceRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DetectionSource, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.DetectionSource)
 }
 func (ec *executionContext) fieldContext_Anomaly_detectionSourceRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
@@ -4380,23 +4165,7 @@ func (ec *executionContext) fieldContext_AnomalyConnection_pageInfo(_ context.Co
 }
 
 func (ec *executionContext) _AnomalyEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.AnomalyEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AnomalyEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_AnomalyEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AnomalyEdge", field, false, false, errors.New("field of type String does not have child fields"))
@@ -4458,529 +4227,165 @@ func (ec *executionContext) fieldContext_Budget_id(_ context.Context, field grap
 }
 
 func (ec *executionContext) _Budget_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_upstreamId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_Budget_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_name(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext_Budget_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_targetType(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_targetType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TargetType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNTargetType2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNTargetType2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Budget_targetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type TargetType does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_targetTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_targetTypeRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TargetType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Budget_targetTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_period(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_period(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Period, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNBudgetPeriod2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBudgetPeriod2string(ctx, field.Selections, obj.Period)
 }
 func (ec *executionContext) fieldContext_Budget_period(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type BudgetPeriod does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_periodRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_periodRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Period, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Period)
 }
 func (ec *executionContext) fieldContext_Budget_periodRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_status(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_status(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Status, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNBudgetStatus2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBudgetStatus2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_Budget_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type BudgetStatus does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_statusRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_statusRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Status, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_Budget_statusRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_numberOfPeriods(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_numberOfPeriods(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.NumberOfPeriods, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.NumberOfPeriods)
 }
 func (ec *executionContext) fieldContext_Budget_numberOfPeriods(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_startDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_startDate(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.StartDate, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Date) graphql.Marshaler {
-			return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.StartDate)
 }
 func (ec *executionContext) fieldContext_Budget_startDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Date does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_endDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_endDate(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.EndDate, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Date) graphql.Marshaler {
-			return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.EndDate)
 }
 func (ec *executionContext) fieldContext_Budget_endDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Date does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_lookbackPeriod(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_lookbackPeriod(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.LookbackPeriod, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
-			return ec.marshalOInt2ᚖint(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOInt2ᚖint(ctx, field.Selections, obj.LookbackPeriod)
 }
 func (ec *executionContext) fieldContext_Budget_lookbackPeriod(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_budgetType(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_budgetType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.BudgetType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
-			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.BudgetType)
 }
 func (ec *executionContext) fieldContext_Budget_budgetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_startingValue(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_startingValue(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.StartingValue, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
-			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.StartingValue)
 }
 func (ec *executionContext) fieldContext_Budget_startingValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_customStartingValue(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_customStartingValue(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CustomStartingValue, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
-			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.CustomStartingValue)
 }
 func (ec *executionContext) fieldContext_Budget_customStartingValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_growthRate(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_growthRate(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.GrowthRate, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
-			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.GrowthRate)
 }
 func (ec *executionContext) fieldContext_Budget_growthRate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_normalizationPeriod(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_normalizationPeriod(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.NormalizationPeriod, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.NormalizationPeriod)
 }
 func (ec *executionContext) fieldContext_Budget_normalizationPeriod(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_organizationId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_organizationId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.OrganizationID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.OrganizationID)
 }
 func (ec *executionContext) fieldContext_Budget_organizationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_serviceClientId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_serviceClientId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ServiceClientID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt642int64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt642int64(ctx, field.Selections, obj.ServiceClientID)
 }
 func (ec *executionContext) fieldContext_Budget_serviceClientId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int64 does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_creatorId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_creatorId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CreatorID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.CreatorID)
 }
 func (ec *executionContext) fieldContext_Budget_creatorId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_explorerReportId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_explorerReportId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ExplorerReportID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ExplorerReportID)
 }
 func (ec *executionContext) fieldContext_Budget_explorerReportId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_createdAt(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_createdAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CreatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.CreatedAt)
 }
 func (ec *executionContext) fieldContext_Budget_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
 func (ec *executionContext) _Budget_updatedAt(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Budget_updatedAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UpdatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.UpdatedAt)
 }
 func (ec *executionContext) fieldContext_Budget_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type DateTime does not have child fields"))
@@ -5234,23 +4639,8 @@ func (ec *executionContext) fieldContext_BudgetActuals_byPlanning(_ context.Cont
 }
 
 func (ec *executionContext) _BudgetActuals_total(ctx context.Context, field graphql.CollectedField, obj *model.BudgetActuals) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BudgetActuals_total(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Total, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetActuals", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Total)
 }
 func (ec *executionContext) fieldContext_BudgetActuals_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BudgetActuals", field, false, false, errors.New("field of type Float does not have child fields"))
@@ -5353,23 +4743,7 @@ func (ec *executionContext) fieldContext_BudgetConnection_pageInfo(_ context.Con
 }
 
 func (ec *executionContext) _BudgetEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.BudgetEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BudgetEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_BudgetEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BudgetEdge", field, false, false, errors.New("field of type String does not have child fields"))
@@ -5440,69 +4814,24 @@ func (ec *executionContext) fieldContext_BudgetLookback_periods(_ context.Contex
 }
 
 func (ec *executionContext) _BudgetMetrics_totalTarget(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BudgetMetrics_totalTarget(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TotalTarget, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetMetrics", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.TotalTarget)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_totalTarget(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _BudgetMetrics_totalActual(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BudgetMetrics_totalActual(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TotalActual, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetMetrics", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.TotalActual)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_totalActual(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _BudgetMetrics_variance(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_BudgetMetrics_variance(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Variance, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetMetrics", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Variance)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_variance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, errors.New("field of type Float does not have child fields"))
@@ -5573,92 +4902,28 @@ func (ec *executionContext) fieldContext_CreateBudgetPayload_userErrors(_ contex
 }
 
 func (ec *executionContext) _CreateBudgetPayload_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *model.CreateBudgetPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_CreateBudgetPayload_idempotencyKey(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.IdempotencyKey, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.IdempotencyKey)
 }
 func (ec *executionContext) fieldContext_CreateBudgetPayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreateBudgetPayload", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _DeleteBudgetPayload_deletedBudgetId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteBudgetPayload_deletedBudgetId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DeletedBudgetID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOID2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOID2ᚖstring(ctx, field.Selections, obj.DeletedBudgetID)
 }
 func (ec *executionContext) fieldContext_DeleteBudgetPayload_deletedBudgetId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _DeleteBudgetPayload_success(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteBudgetPayload_success(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Success, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.Success)
 }
 func (ec *executionContext) fieldContext_DeleteBudgetPayload_success(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _DeleteBudgetPayload_alreadyDeleted(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteBudgetPayload_alreadyDeleted(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.AlreadyDeleted, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.AlreadyDeleted)
 }
 func (ec *executionContext) fieldContext_DeleteBudgetPayload_alreadyDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
@@ -5697,46 +4962,15 @@ func (ec *executionContext) fieldContext_DeleteBudgetPayload_userErrors(_ contex
 }
 
 func (ec *executionContext) _DimensionValue_value(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValue) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DimensionValue_value(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Value, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Value)
 }
 func (ec *executionContext) fieldContext_DimensionValue_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DimensionValue", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _DimensionValue_cost(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValue) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DimensionValue_cost(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cost, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "DimensionValue", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_DimensionValue_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DimensionValue", field, false, false, errors.New("field of type Float does not have child fields"))
@@ -5775,69 +5009,22 @@ func (ec *executionContext) fieldContext_DimensionValues_items(_ context.Context
 }
 
 func (ec *executionContext) _DimensionValues_values(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValues) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DimensionValues_values(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Values, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "DimensionValues", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNString2ᚕstringᚄ(ctx, field.Selections, obj.Values)
 }
 func (ec *executionContext) fieldContext_DimensionValues_values(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _DimensionValues_hasMore(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValues) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DimensionValues_hasMore(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.HasMore, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasMore)
 }
 func (ec *executionContext) fieldContext_DimensionValues_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _DimensionValues_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValues) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DimensionValues_servedFromCache(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ServedFromCache, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_DimensionValues_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, errors.New("field of type Boolean does not have child fields"))
@@ -6096,23 +5283,7 @@ func (ec *executionContext) fieldContext_ExplorerHeatmap_rows(_ context.Context,
 }
 
 func (ec *executionContext) _ExplorerHeatmap_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHeatmap) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerHeatmap_servedFromCache(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ServedFromCache, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerHeatmap_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerHeatmap", field, false, false, errors.New("field of type Boolean does not have child fields"))
@@ -6151,230 +5322,76 @@ func (ec *executionContext) fieldContext_ExplorerHistory_costRows(_ context.Cont
 }
 
 func (ec *executionContext) _ExplorerHistory_totalsByTimeRows(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerHistory_totalsByTimeRows(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TotalsByTimeRows, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []json.RawMessage) graphql.Marshaler {
-			return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, field.Selections, obj.TotalsByTimeRows)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_totalsByTimeRows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerHistory_usageRows(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerHistory_usageRows(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UsageRows, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []json.RawMessage) graphql.Marshaler {
-			return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, field.Selections, obj.UsageRows)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_usageRows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerHistory_usageGroupRows(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerHistory_usageGroupRows(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UsageGroupRows, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []json.RawMessage) graphql.Marshaler {
-			return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, field.Selections, obj.UsageGroupRows)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_usageGroupRows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerHistory_timeColumn(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerHistory_timeColumn(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TimeColumn, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.TimeColumn)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_timeColumn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerHistory_groupBy(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerHistory_groupBy(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.GroupBy, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.GroupBy)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_groupBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerHistory_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerHistory_servedFromCache(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ServedFromCache, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_currentTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerPreviousPeriod_currentTotal(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CurrentTotal, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerPreviousPeriod", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.CurrentTotal)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_currentTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_previousTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerPreviousPeriod_previousTotal(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PreviousTotal, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerPreviousPeriod", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousTotal)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_previousTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_changePercent(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerPreviousPeriod_changePercent(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ChangePercent, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerPreviousPeriod", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ChangePercent)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_changePercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerPreviousPeriod_servedFromCache(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ServedFromCache, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Boolean does not have child fields"))
@@ -6404,46 +5421,14 @@ func (ec *executionContext) fieldContext_ExplorerReport_id(_ context.Context, fi
 }
 
 func (ec *executionContext) _ExplorerReport_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerReport) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerReport_upstreamId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_ExplorerReport_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerReport", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ExplorerReport_name(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerReport) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerReport_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext_ExplorerReport_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerReport", field, false, false, errors.New("field of type String does not have child fields"))
@@ -6482,253 +5467,82 @@ func (ec *executionContext) fieldContext_ExplorerSummary_cards(_ context.Context
 }
 
 func (ec *executionContext) _ExplorerSummary_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerSummary) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ExplorerSummary_servedFromCache(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ServedFromCache, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerSummary_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ExplorerSummary", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _HeatmapRow_dimension(ctx context.Context, field graphql.CollectedField, obj *upstream.HeatmapRow) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_HeatmapRow_dimension(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Dimension, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Dimension)
 }
 func (ec *executionContext) fieldContext_HeatmapRow_dimension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _HeatmapRow_day(ctx context.Context, field graphql.CollectedField, obj *upstream.HeatmapRow) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_HeatmapRow_day(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Day, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Date) graphql.Marshaler {
-			return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.Day)
 }
 func (ec *executionContext) fieldContext_HeatmapRow_day(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, errors.New("field of type Date does not have child fields"))
 }
 
 func (ec *executionContext) _HeatmapRow_cost(ctx context.Context, field graphql.CollectedField, obj *upstream.HeatmapRow) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_HeatmapRow_cost(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cost, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "HeatmapRow", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_HeatmapRow_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _HistoryCostRow_group(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_HistoryCostRow_group(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Group, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Group)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_group(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _HistoryCostRow_date(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_HistoryCostRow_date(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Date, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Date) graphql.Marshaler {
-			return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.Date)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type Date does not have child fields"))
 }
 
 func (ec *executionContext) _HistoryCostRow_cost(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_HistoryCostRow_cost(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cost, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "HistoryCostRow", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _HistoryCostRow_raw(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_HistoryCostRow_raw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Raw, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
-			return ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "HistoryCostRow", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.Raw)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_raw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _LookbackPeriod_periodKey(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_LookbackPeriod_periodKey(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PeriodKey, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.PeriodKey)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_periodKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _LookbackPeriod_actual(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_LookbackPeriod_actual(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Actual, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "LookbackPeriod", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Actual)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_actual(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _LookbackPeriod_projected(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_LookbackPeriod_projected(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Projected, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
-			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "LookbackPeriod", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalOFloat2ᚖfloat64(ctx, field.Selections, obj.Projected)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_projected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
@@ -6867,138 +5681,43 @@ func (ec *executionContext) fieldContext_Mutation_deleteBudget(ctx context.Conte
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.HasNextPage, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasNextPage)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.HasPreviousPage, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasPreviousPage)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PageInfo_startCursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.StartCursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.StartCursor)
 }
 func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PageInfo_endCursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.EndCursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.EndCursor)
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _PeriodAmount_period(ctx context.Context, field graphql.CollectedField, obj *model.PeriodAmount) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PeriodAmount_period(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Period, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Period)
 }
 func (ec *executionContext) fieldContext_PeriodAmount_period(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PeriodAmount", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _PeriodAmount_amount(ctx context.Context, field graphql.CollectedField, obj *model.PeriodAmount) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PeriodAmount_amount(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Amount, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "PeriodAmount", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Amount)
 }
 func (ec *executionContext) fieldContext_PeriodAmount_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PeriodAmount", field, false, false, errors.New("field of type Float does not have child fields"))
@@ -7028,46 +5747,14 @@ func (ec *executionContext) fieldContext_Planning_id(_ context.Context, field gr
 }
 
 func (ec *executionContext) _Planning_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_upstreamId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_Planning_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_budgetId(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_budgetId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.BudgetID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.BudgetID)
 }
 func (ec *executionContext) fieldContext_Planning_budgetId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
@@ -7106,138 +5793,46 @@ func (ec *executionContext) fieldContext_Planning_budget(_ context.Context, fiel
 }
 
 func (ec *executionContext) _Planning_dimension1(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_dimension1(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Dimension1, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Dimension1)
 }
 func (ec *executionContext) fieldContext_Planning_dimension1(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_dimension2(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_dimension2(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Dimension2, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Dimension2)
 }
 func (ec *executionContext) fieldContext_Planning_dimension2(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_previousMonth(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_previousMonth(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PreviousMonth, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousMonth)
 }
 func (ec *executionContext) fieldContext_Planning_previousMonth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_avgLookback(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_avgLookback(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.AvgLookback, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.AvgLookback)
 }
 func (ec *executionContext) fieldContext_Planning_avgLookback(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_percentGrowth(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_percentGrowth(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PercentGrowth, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PercentGrowth)
 }
 func (ec *executionContext) fieldContext_Planning_percentGrowth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_percentSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_percentSpend(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PercentSpend, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
-			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalOFloat2ᚖfloat64(ctx, field.Selections, obj.PercentSpend)
 }
 func (ec *executionContext) fieldContext_Planning_percentSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
@@ -7276,69 +5871,21 @@ func (ec *executionContext) fieldContext_Planning_targetItems(_ context.Context,
 }
 
 func (ec *executionContext) _Planning_targetType(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_targetType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TargetType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNTargetType2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNTargetType2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Planning_targetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type TargetType does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_targetTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_targetTypeRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TargetType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Planning_targetTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Planning_createdAt(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Planning_createdAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CreatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.CreatedAt)
 }
 func (ec *executionContext) fieldContext_Planning_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type DateTime does not have child fields"))
@@ -7377,23 +5924,7 @@ func (ec *executionContext) fieldContext_Planning_actuals(_ context.Context, fie
 }
 
 func (ec *executionContext) _PlanningActuals_planningId(ctx context.Context, field graphql.CollectedField, obj *model.PlanningActuals) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PlanningActuals_planningId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PlanningID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.PlanningID)
 }
 func (ec *executionContext) fieldContext_PlanningActuals_planningId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PlanningActuals", field, false, false, errors.New("field of type String does not have child fields"))
@@ -7956,46 +6487,14 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 }
 
 func (ec *executionContext) _QueryCost_estimatedUpstreamCalls(ctx context.Context, field graphql.CollectedField, obj *model.QueryCost) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_QueryCost_estimatedUpstreamCalls(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.EstimatedUpstreamCalls, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.EstimatedUpstreamCalls)
 }
 func (ec *executionContext) fieldContext_QueryCost_estimatedUpstreamCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueryCost", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _QueryCost_maxUpstreamCalls(ctx context.Context, field graphql.CollectedField, obj *model.QueryCost) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_QueryCost_maxUpstreamCalls(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.MaxUpstreamCalls, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
-			return ec.marshalOInt2ᚖint(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOInt2ᚖint(ctx, field.Selections, obj.MaxUpstreamCalls)
 }
 func (ec *executionContext) fieldContext_QueryCost_maxUpstreamCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueryCost", field, false, false, errors.New("field of type Int does not have child fields"))
@@ -8025,230 +6524,71 @@ func (ec *executionContext) fieldContext_Recommendation_id(_ context.Context, fi
 }
 
 func (ec *executionContext) _Recommendation_recommendationId(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_recommendationId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecommendationID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.RecommendationID)
 }
 func (ec *executionContext) fieldContext_Recommendation_recommendationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_recommendationName(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_recommendationName(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecommendationName, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.RecommendationName)
 }
 func (ec *executionContext) fieldContext_Recommendation_recommendationName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_estimatedMonthlySavings(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_estimatedMonthlySavings(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.EstimatedMonthlySavings, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Recommendation", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.EstimatedMonthlySavings)
 }
 func (ec *executionContext) fieldContext_Recommendation_estimatedMonthlySavings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_implementationEffort(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_implementationEffort(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ImplementationEffort, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNImplementationEffort2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNImplementationEffort2string(ctx, field.Selections, obj.ImplementationEffort)
 }
 func (ec *executionContext) fieldContext_Recommendation_implementationEffort(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type ImplementationEffort does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_implementationEffortRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_implementationEffortRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ImplementationEffort, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ImplementationEffort)
 }
 func (ec *executionContext) fieldContext_Recommendation_implementationEffortRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_category(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_category(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Category, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Category)
 }
 func (ec *executionContext) fieldContext_Recommendation_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_actionType(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_actionType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ActionType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ActionType)
 }
 func (ec *executionContext) fieldContext_Recommendation_actionType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_accountName(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_accountName(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.AccountName, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.AccountName)
 }
 func (ec *executionContext) fieldContext_Recommendation_accountName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_region(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_region(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Region, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Region)
 }
 func (ec *executionContext) fieldContext_Recommendation_region(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Recommendation_resourceId(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Recommendation_resourceId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ResourceID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ResourceID)
 }
 func (ec *executionContext) fieldContext_Recommendation_resourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
@@ -8374,23 +6714,7 @@ func (ec *executionContext) fieldContext_RecommendationConnection_pageInfo(_ con
 }
 
 func (ec *executionContext) _RecommendationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.RecommendationEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_RecommendationEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_RecommendationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RecommendationEdge", field, false, false, errors.New("field of type String does not have child fields"))
@@ -8452,506 +6776,154 @@ func (ec *executionContext) fieldContext_ScheduledNotification_id(_ context.Cont
 }
 
 func (ec *executionContext) _ScheduledNotification_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_upstreamId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_recipientEmail(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_recipientEmail(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecipientEmail, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.RecipientEmail)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recipientEmail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_subject(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_subject(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Subject, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Subject)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_scheduleType(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_scheduleType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ScheduleType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNScheduleType2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNScheduleType2string(ctx, field.Selections, obj.ScheduleType)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_scheduleType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type ScheduleType does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_scheduleTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_scheduleTypeRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ScheduleType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ScheduleType)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_scheduleTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_scheduledAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_scheduledAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ScheduledAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.ScheduledAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_scheduledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceFrequency(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_recurrenceFrequency(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecurrenceFrequency, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNRecurrenceFrequency2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNRecurrenceFrequency2string(ctx, field.Selections, obj.RecurrenceFrequency)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceFrequency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type RecurrenceFrequency does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceFrequencyRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_recurrenceFrequencyRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecurrenceFrequency, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.RecurrenceFrequency)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceFrequencyRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceTimezone(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_recurrenceTimezone(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecurrenceTimezone, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.RecurrenceTimezone)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceTimezone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceWeekday(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_recurrenceWeekday(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecurrenceWeekday, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.RecurrenceWeekday)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceWeekday(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceDayOfMonth(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_recurrenceDayOfMonth(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.RecurrenceDayOfMonth, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
-			return ec.marshalOInt2ᚖint(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOInt2ᚖint(ctx, field.Selections, obj.RecurrenceDayOfMonth)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceDayOfMonth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_cronExpression(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_cronExpression(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CronExpression, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.CronExpression)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_cronExpression(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_status(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_status(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Status, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNNotificationStatus2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNNotificationStatus2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type NotificationStatus does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_statusRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_statusRaw(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Status, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_statusRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_sentAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_sentAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.SentAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalODateTime2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalODateTime2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.SentAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_sentAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_errorMessage(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_errorMessage(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ErrorMessage, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.ErrorMessage)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_errorMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_nextAttemptAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.NextAttemptAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalODateTime2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalODateTime2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.NextAttemptAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_nextAttemptAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_createdAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_createdAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CreatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.CreatedAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_updatedAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_updatedAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UpdatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v upstream.Timestamp) graphql.Marshaler {
-			return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.UpdatedAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_canvasId(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_canvasId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CanvasID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.CanvasID)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_canvasId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_explorerReportId(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_explorerReportId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ExplorerReportID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.ExplorerReportID)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_explorerReportId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotification_includeAssistantAnalysis(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotification_includeAssistantAnalysis(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.IncludeAssistantAnalysis, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.IncludeAssistantAnalysis)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_includeAssistantAnalysis(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type Boolean does not have child fields"))
@@ -9054,46 +7026,14 @@ func (ec *executionContext) fieldContext_ScheduledNotificationConnection_pageInf
 }
 
 func (ec *executionContext) _ScheduledNotificationConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.ScheduledNotificationConnection) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotificationConnection_totalCount(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TotalCount, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNInt2int(ctx, field.Selections, obj.TotalCount)
 }
 func (ec *executionContext) fieldContext_ScheduledNotificationConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotificationConnection", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _ScheduledNotificationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ScheduledNotificationEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ScheduledNotificationEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_ScheduledNotificationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ScheduledNotificationEdge", field, false, false, errors.New("field of type String does not have child fields"))
@@ -9132,138 +7072,45 @@ func (ec *executionContext) fieldContext_ScheduledNotificationEdge_node(_ contex
 }
 
 func (ec *executionContext) _SummaryCard_title(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SummaryCard_title(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Title, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Title)
 }
 func (ec *executionContext) fieldContext_SummaryCard_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SummaryCard_description(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SummaryCard_description(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Description, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Description)
 }
 func (ec *executionContext) fieldContext_SummaryCard_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SummaryCard_value(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SummaryCard_value(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Value, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "SummaryCard", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Value)
 }
 func (ec *executionContext) fieldContext_SummaryCard_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _SummaryCard_previousValue(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SummaryCard_previousValue(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PreviousValue, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "SummaryCard", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousValue)
 }
 func (ec *executionContext) fieldContext_SummaryCard_previousValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type Float does not have child fields"))
 }
 
 func (ec *executionContext) _TargetItem_dimensionValue(ctx context.Context, field graphql.CollectedField, obj *model.TargetItem) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_TargetItem_dimensionValue(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DimensionValue, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.DimensionValue)
 }
 func (ec *executionContext) fieldContext_TargetItem_dimensionValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TargetItem", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _TargetItem_amount(ctx context.Context, field graphql.CollectedField, obj *model.TargetItem) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_TargetItem_amount(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Amount, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
-			return ec.marshalNFloat2float64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "TargetItem", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Amount)
 }
 func (ec *executionContext) fieldContext_TargetItem_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TargetItem", field, false, false, errors.New("field of type Float does not have child fields"))
@@ -9334,23 +7181,7 @@ func (ec *executionContext) fieldContext_UpdateBudgetPayload_userErrors(_ contex
 }
 
 func (ec *executionContext) _UpdateBudgetPayload_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *model.UpdateBudgetPayload) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UpdateBudgetPayload_idempotencyKey(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.IdempotencyKey, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.IdempotencyKey)
 }
 func (ec *executionContext) fieldContext_UpdateBudgetPayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UpdateBudgetPayload", field, false, false, errors.New("field of type String does not have child fields"))
@@ -9380,207 +7211,65 @@ func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphq
 }
 
 func (ec *executionContext) _User_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_upstreamId(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_User_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _User_firstName(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_firstName(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.FirstName, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.FirstName)
 }
 func (ec *executionContext) fieldContext_User_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _User_lastName(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_lastName(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.LastName, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.LastName)
 }
 func (ec *executionContext) fieldContext_User_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _User_email(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_User_email(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Email, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Email)
 }
 func (ec *executionContext) fieldContext_User_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _UserError_field(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UserError_field(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Field, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "UserError", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalOString2ᚕstringᚄ(ctx, field.Selections, obj.Field)
 }
 func (ec *executionContext) fieldContext_UserError_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _UserError_message(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UserError_message(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Message, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Message)
 }
 func (ec *executionContext) fieldContext_UserError_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _UserError_code(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UserError_code(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Code, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.UserErrorCode) graphql.Marshaler {
-			return ec.marshalNUserErrorCode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorCode(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "UserError", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalNUserErrorCode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorCode(ctx, field.Selections, obj.Code)
 }
 func (ec *executionContext) fieldContext_UserError_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type UserErrorCode does not have child fields"))
 }
 
 func (ec *executionContext) _UserError_upstreamCode(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UserError_upstreamCode(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UpstreamCode, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.UpstreamCode)
 }
 func (ec *executionContext) fieldContext_UserError_upstreamCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext___Directive_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___Directive_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type String does not have child fields"))
@@ -9610,46 +7299,15 @@ func (ec *executionContext) fieldContext___Directive_description(_ context.Conte
 }
 
 func (ec *executionContext) ___Directive_isRepeatable(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext___Directive_isRepeatable(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.IsRepeatable, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.IsRepeatable)
 }
 func (ec *executionContext) fieldContext___Directive_isRepeatable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) ___Directive_locations(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext___Directive_locations(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Locations, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalN__DirectiveLocation2ᚕstringᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "__Directive", Field: field, Child: leafHasNoChildFields})
+	return ec.marshalN__DirectiveLocation2ᚕstringᚄ(ctx, field.Selections, obj.Locations)
 }
 func (ec *executionContext) fieldContext___Directive_locations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type __DirectiveLocation does not have child fields"))
@@ -9699,23 +7357,7 @@ func (ec *executionContext) fieldContext___Directive_args(ctx context.Context, f
 }
 
 func (ec *executionContext) ___EnumValue_name(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext___EnumValue_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___EnumValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("__EnumValue", field, false, false, errors.New("field of type String does not have child fields"))
@@ -9791,23 +7433,7 @@ func (ec *executionContext) fieldContext___EnumValue_deprecationReason(_ context
 }
 
 func (ec *executionContext) ___Field_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext___Field_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___Field_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("__Field", field, false, false, errors.New("field of type String does not have child fields"))
@@ -9958,23 +7584,7 @@ func (ec *executionContext) fieldContext___Field_deprecationReason(_ context.Con
 }
 
 func (ec *executionContext) ___InputValue_name(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext___InputValue_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
+	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___InputValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errors.New("field of type String does not have child fields"))
@@ -10036,23 +7646,7 @@ func (ec *executionContext) fieldContext___InputValue_type(_ context.Context, fi
 }
 
 func (ec *executionContext) ___InputValue_defaultValue(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext___InputValue_defaultValue(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.DefaultValue, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.DefaultValue)
 }
 func (ec *executionContext) fieldContext___InputValue_defaultValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errors.New("field of type String does not have child fields"))
@@ -10618,6 +8212,12 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+// leafHasNoChildFields is the Child of the field context of a plain leaf
+// field (costgw: internal/gqlgen/main.go).
+func leafHasNoChildFields(_ context.Context, _ graphql.CollectedField) (*graphql.FieldContext, error) {
+	return nil, errors.New("field of a scalar or enum type does not have child fields")
+}
+
 // endregion **************************** field.gotpl *****************************
 
 // region    **************************** input.gotpl *****************************
@@ -11132,37 +8732,35 @@ var anomalyImplementors = []string{"Anomaly", "Node"}
 
 func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, obj *upstream.Anomaly) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Anomaly")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Anomaly_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._Anomaly_id(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -11171,13 +8769,13 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._Anomaly_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "anomalyId":
 			out.Values[i] = ec._Anomaly_anomalyId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11249,28 +8847,27 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "extra":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Anomaly_extra(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._Anomaly_extra(ctx, field, obj)
+					if res == graphql.RequiredNull {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -11279,13 +8876,13 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._Anomaly_extra(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11295,14 +8892,16 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11311,10 +8910,9 @@ var anomalyConnectionImplementors = []string{"AnomalyConnection"}
 
 func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11343,14 +8941,16 @@ func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.Sele
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11359,10 +8959,9 @@ var anomalyEdgeImplementors = []string{"AnomalyEdge"}
 
 func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11386,14 +8985,16 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11402,37 +9003,35 @@ var budgetImplementors = []string{"Budget", "Node"}
 
 func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *upstream.Budget) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Budget")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Budget_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._Budget_id(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -11441,13 +9040,13 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._Budget_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "upstreamId":
 			out.Values[i] = ec._Budget_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11576,7 +9175,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 		case "plannings":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11584,16 +9183,21 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_plannings(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -11610,11 +9214,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "metrics":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11622,16 +9226,21 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_metrics(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -11648,11 +9257,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "dimensions":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11660,16 +9269,21 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_dimensions(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -11686,11 +9300,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "actuals":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -11698,16 +9312,21 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				}()
 				res = ec._Budget_actuals(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -11724,7 +9343,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11734,14 +9353,16 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11750,10 +9371,9 @@ var budgetActualsImplementors = []string{"BudgetActuals"}
 
 func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetActuals) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetActualsImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11782,14 +9402,16 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11798,10 +9420,9 @@ var budgetConnectionImplementors = []string{"BudgetConnection"}
 
 func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11830,14 +9451,16 @@ func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11846,10 +9469,9 @@ var budgetEdgeImplementors = []string{"BudgetEdge"}
 
 func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11873,14 +9495,16 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11889,10 +9513,9 @@ var budgetLookbackImplementors = []string{"BudgetLookback"}
 
 func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.SelectionSet, obj *upstream.Lookback) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetLookbackImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11911,14 +9534,16 @@ func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11927,10 +9552,9 @@ var budgetMetricsImplementors = []string{"BudgetMetrics"}
 
 func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.SelectionSet, obj *upstream.BudgetMetrics) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, budgetMetricsImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11959,14 +9583,16 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -11975,10 +9601,9 @@ var createBudgetPayloadImplementors = []string{"CreateBudgetPayload"}
 
 func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateBudgetPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, createBudgetPayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12007,14 +9632,16 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12023,10 +9650,9 @@ var deleteBudgetPayloadImplementors = []string{"DeleteBudgetPayload"}
 
 func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteBudgetPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, deleteBudgetPayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12060,14 +9686,16 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12076,10 +9704,9 @@ var dimensionValueImplementors = []string{"DimensionValue"}
 
 func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, dimensionValueImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12103,14 +9730,16 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12119,10 +9748,9 @@ var dimensionValuesImplementors = []string{"DimensionValues"}
 
 func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValues) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, dimensionValuesImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12156,14 +9784,16 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12172,10 +9802,9 @@ var explorerImplementors = []string{"Explorer"}
 
 func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet, obj *model.Explorer) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12183,7 +9812,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 		case "summary":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -12191,16 +9820,21 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_summary(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -12217,11 +9851,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "previousPeriod":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -12229,16 +9863,21 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_previousPeriod(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -12255,11 +9894,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "history":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -12267,16 +9906,21 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_history(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -12293,11 +9937,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "heatmap":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -12305,16 +9949,21 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_heatmap(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -12331,11 +9980,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "dimensionValues":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -12343,16 +9992,21 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Explorer_dimensionValues(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -12369,7 +10023,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12379,14 +10033,16 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12395,10 +10051,9 @@ var explorerHeatmapImplementors = []string{"ExplorerHeatmap"}
 
 func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHeatmap) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerHeatmapImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12422,14 +10077,16 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12438,10 +10095,9 @@ var explorerHistoryImplementors = []string{"ExplorerHistory"}
 
 func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHistory) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerHistoryImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12449,7 +10105,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 		case "costRows":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -12457,16 +10113,21 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				}()
 				res = ec._ExplorerHistory_costRows(ctx, field, obj)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -12483,7 +10144,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "totalsByTimeRows":
 			out.Values[i] = ec._ExplorerHistory_totalsByTimeRows(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12523,14 +10184,16 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12539,10 +10202,9 @@ var explorerPreviousPeriodImplementors = []string{"ExplorerPreviousPeriod"}
 
 func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerPreviousPeriod) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerPreviousPeriodImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12576,14 +10238,16 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12592,37 +10256,35 @@ var explorerReportImplementors = []string{"ExplorerReport", "Node"}
 
 func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerReport) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerReportImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("ExplorerReport")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ExplorerReport_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._ExplorerReport_id(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -12631,13 +10293,13 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._ExplorerReport_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "upstreamId":
 			out.Values[i] = ec._ExplorerReport_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12657,14 +10319,16 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12673,10 +10337,9 @@ var explorerSummaryImplementors = []string{"ExplorerSummary"}
 
 func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerSummary) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, explorerSummaryImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12700,14 +10363,16 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12716,10 +10381,9 @@ var heatmapRowImplementors = []string{"HeatmapRow"}
 
 func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSet, obj *upstream.HeatmapRow) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, heatmapRowImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12748,14 +10412,16 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12764,10 +10430,9 @@ var historyCostRowImplementors = []string{"HistoryCostRow"}
 
 func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryCostRow) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, historyCostRowImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12801,14 +10466,16 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12817,10 +10484,9 @@ var lookbackPeriodImplementors = []string{"LookbackPeriod"}
 
 func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.LookbackPeriod) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, lookbackPeriodImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12849,14 +10515,16 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12869,9 +10537,9 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		Object: "Mutation",
 	})
 
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
 			Object: field.Name,
@@ -12911,14 +10579,16 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12927,10 +10597,9 @@ var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -12964,14 +10633,16 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -12980,10 +10651,9 @@ var periodAmountImplementors = []string{"PeriodAmount"}
 
 func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.SelectionSet, obj *model.PeriodAmount) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, periodAmountImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13007,14 +10677,16 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13023,37 +10695,35 @@ var planningImplementors = []string{"Planning", "Node"}
 
 func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet, obj *upstream.Planning) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, planningImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Planning")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Planning_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._Planning_id(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -13062,13 +10732,13 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._Planning_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "upstreamId":
 			out.Values[i] = ec._Planning_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13082,7 +10752,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 		case "budget":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13090,16 +10760,21 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Planning_budget(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -13116,7 +10791,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "dimension1":
 			out.Values[i] = ec._Planning_dimension1(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13148,28 +10823,27 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "targetItems":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Planning_targetItems(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._Planning_targetItems(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -13178,13 +10852,13 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._Planning_targetItems(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "targetType":
 			out.Values[i] = ec._Planning_targetType(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13203,7 +10877,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 		case "actuals":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13211,16 +10885,21 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				}()
 				res = ec._Planning_actuals(ctx, field, obj)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			if field.IsDeferred() {
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
 				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+					return innerFunc(ctx, &dfs.Invalids)
 				})
 
 				for _, deferrable := range field.Deferrables {
@@ -13237,7 +10916,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13247,14 +10926,16 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13263,10 +10944,9 @@ var planningActualsImplementors = []string{"PlanningActuals"}
 
 func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.SelectionSet, obj *model.PlanningActuals) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, planningActualsImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13290,14 +10970,16 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13310,9 +10992,9 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		Object: "Query",
 	})
 
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
 			Object: field.Name,
@@ -13325,7 +11007,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		case "node":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13333,21 +11015,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_node(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "nodes":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13355,21 +11037,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_nodes(ctx, field)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "cost":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13377,21 +11059,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_cost(ctx, field)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budgets":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13399,21 +11081,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budgets(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budget":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13421,21 +11103,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budget(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budgetLookback":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13443,21 +11125,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budgetLookback(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "budgetLookbackPreview":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13465,21 +11147,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_budgetLookbackPreview(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "explorer":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13487,21 +11169,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_explorer(ctx, field)
 				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "recommendations":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13509,21 +11191,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_recommendations(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "anomalies":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13531,21 +11213,21 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_anomalies(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "scheduledNotifications":
 			field := field
 
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
 				defer func() {
 					if r := recover(); r != nil {
 						ec.Error(ctx, ec.Recover(ctx, r))
@@ -13553,14 +11235,14 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_scheduledNotifications(ctx, field)
 				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
+					atomic.AddUint32(invalids, 1)
 				}
 				return res
 			}
 
 			rrm := func(ctx context.Context) graphql.Marshaler {
 				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
@@ -13587,14 +11269,16 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13603,10 +11287,9 @@ var queryCostImplementors = []string{"QueryCost"}
 
 func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet, obj *model.QueryCost) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, queryCostImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13630,14 +11313,16 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13646,37 +11331,35 @@ var recommendationImplementors = []string{"Recommendation", "Node"}
 
 func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.SelectionSet, obj *upstream.Recommendation) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Recommendation")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Recommendation_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._Recommendation_id(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -13685,13 +11368,13 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._Recommendation_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "recommendationId":
 			out.Values[i] = ec._Recommendation_recommendationId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13743,28 +11426,27 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "extra":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Recommendation_extra(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._Recommendation_extra(ctx, field, obj)
+					if res == graphql.RequiredNull {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -13773,13 +11455,13 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._Recommendation_extra(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13789,14 +11471,16 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13805,10 +11489,9 @@ var recommendationConnectionImplementors = []string{"RecommendationConnection"}
 
 func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13837,14 +11520,16 @@ func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel a
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13853,10 +11538,9 @@ var recommendationEdgeImplementors = []string{"RecommendationEdge"}
 
 func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13880,14 +11564,16 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -13896,37 +11582,35 @@ var scheduledNotificationImplementors = []string{"ScheduledNotification", "Node"
 
 func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.SelectionSet, obj *upstream.ScheduledNotification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("ScheduledNotification")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ScheduledNotification_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._ScheduledNotification_id(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -13935,13 +11619,13 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._ScheduledNotification_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "upstreamId":
 			out.Values[i] = ec._ScheduledNotification_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -14061,14 +11745,16 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14077,10 +11763,9 @@ var scheduledNotificationConnectionImplementors = []string{"ScheduledNotificatio
 
 func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationConnection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14114,14 +11799,16 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14130,10 +11817,9 @@ var scheduledNotificationEdgeImplementors = []string{"ScheduledNotificationEdge"
 
 func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationEdge) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14157,14 +11843,16 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14173,10 +11861,9 @@ var summaryCardImplementors = []string{"SummaryCard"}
 
 func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionSet, obj *upstream.SummaryCard) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, summaryCardImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14210,14 +11897,16 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14226,10 +11915,9 @@ var targetItemImplementors = []string{"TargetItem"}
 
 func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSet, obj *model.TargetItem) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, targetItemImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14253,14 +11941,16 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14269,10 +11959,9 @@ var updateBudgetPayloadImplementors = []string{"UpdateBudgetPayload"}
 
 func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateBudgetPayload) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, updateBudgetPayloadImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14301,14 +11990,16 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14317,37 +12008,35 @@ var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *upstream.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("User")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._User_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
+				field := field
+				if deferredFieldSet == nil {
+					deferredFieldSet = graphql.NewFieldSet(nil)
+					deferLabelToView = make(map[string]*graphql.FieldSetView)
+				}
+				dfs := deferredFieldSet
 				deferredFieldSet.AddField(field)
 				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
+					defer func() {
+						if r := recover(); r != nil {
+							ec.Error(ctx, ec.Recover(ctx, r))
+						}
+					}()
+					res = ec._User_id(ctx, field, obj)
+					if res == graphql.Null {
+						atomic.AddUint32(&dfs.Invalids, 1)
+					}
+					return res
 				})
-
 				for _, deferrable := range field.Deferrables {
 					view, ok := deferLabelToView[deferrable.Label]
 					if !ok {
@@ -14356,13 +12045,13 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					}
 					view.AddIndices(fieldIndex)
 				}
-
-				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			out.Values[i] = ec._User_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "upstreamId":
 			out.Values[i] = ec._User_upstreamId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -14392,14 +12081,16 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14408,10 +12099,9 @@ var userErrorImplementors = []string{"UserError"}
 
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userErrorImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14445,14 +12135,16 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14461,10 +12153,9 @@ var __DirectiveImplementors = []string{"__Directive"}
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __DirectiveImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14503,14 +12194,16 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14519,10 +12212,9 @@ var __EnumValueImplementors = []string{"__EnumValue"}
 
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __EnumValueImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14556,14 +12248,16 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14572,10 +12266,9 @@ var __FieldImplementors = []string{"__Field"}
 
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __FieldImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14619,14 +12312,16 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14635,10 +12330,9 @@ var __InputValueImplementors = []string{"__InputValue"}
 
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __InputValueImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14682,14 +12376,16 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14698,10 +12394,9 @@ var __SchemaImplementors = []string{"__Schema"}
 
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __SchemaImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14745,14 +12440,16 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
 }
@@ -14761,10 +12458,9 @@ var __TypeImplementors = []string{"__Type"}
 
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, __TypeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	out := newObjectOut(fields)
+	var deferredFieldSet *graphql.FieldSet
+	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14833,16 +12529,105 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 		return graphql.Null
 	}
 
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+	if len(deferLabelToView) > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
 
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
+		ec.ProcessDeferredGroup(graphql.DeferredGroup{
+			Defers:   deferLabelToView,
+			Path:     graphql.GetPath(ctx),
+			FieldSet: deferredFieldSet,
+			Context:  ctx,
+		})
+	}
 
 	return out
+}
+
+// objectOut is the field set of an object being resolved: gqlgen's
+// graphql.FieldSet without the views of @defer (which stay on a FieldSet of
+// their own), writing itself without a map of the aliases written, an
+// iterator or a copy of each field (costgw: internal/gqlgen/main.go).
+type objectOut struct {
+	fields   []graphql.CollectedField
+	Values   []graphql.Marshaler
+	Invalids uint32
+	delayed  []objectOutDelayed
+}
+
+type objectOutDelayed struct {
+	i int
+	f func(context.Context) graphql.Marshaler
+}
+
+func newObjectOut(fields []graphql.CollectedField) *objectOut {
+	return &objectOut{fields: fields, Values: make([]graphql.Marshaler, len(fields))}
+}
+
+// Concurrently records f, the resolution of field i, for Dispatch.
+func (o *objectOut) Concurrently(i int, f func(context.Context) graphql.Marshaler) {
+	o.delayed = append(o.delayed, objectOutDelayed{i: i, f: f})
+}
+
+// Dispatch runs what Concurrently recorded as graphql.FieldSet does: the
+// first on this goroutine, each other in a goroutine of its own.
+func (o *objectOut) Dispatch(ctx context.Context) {
+	switch len(o.delayed) {
+	case 0:
+	case 1:
+		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
+	default:
+		var wg sync.WaitGroup
+		for _, d := range o.delayed[1:] {
+			wg.Add(1)
+			go func(d objectOutDelayed) {
+				defer wg.Done()
+				o.Values[d.i] = d.f(ctx)
+			}(d)
+		}
+		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
+		wg.Wait()
+	}
+}
+
+// MarshalGQL writes the object's fields in order, an alias once, as
+// graphql.FieldSet does. Aliases are GraphQL names, which need no escaping.
+func (o *objectOut) MarshalGQL(w io.Writer) {
+	var seen map[string]struct{}
+	if len(o.fields) > 16 {
+		seen = make(map[string]struct{}, len(o.fields))
+	}
+	_, _ = io.WriteString(w, "{")
+	first := true
+	for i := range o.fields {
+		alias := o.fields[i].Alias
+		if seen != nil {
+			if _, ok := seen[alias]; ok {
+				continue
+			}
+			seen[alias] = struct{}{}
+		} else if objectOutWritten(o.fields[:i], alias) {
+			continue
+		}
+		if first {
+			_, _ = io.WriteString(w, "\"")
+			first = false
+		} else {
+			_, _ = io.WriteString(w, ",\"")
+		}
+		_, _ = io.WriteString(w, alias)
+		_, _ = io.WriteString(w, "\":")
+		o.Values[i].MarshalGQL(w)
+	}
+	_, _ = io.WriteString(w, "}")
+}
+
+func objectOutWritten(before []graphql.CollectedField, alias string) bool {
+	for i := range before {
+		if before[i].Alias == alias {
+			return true
+		}
+	}
+	return false
 }
 
 // endregion **************************** object.gotpl ****************************
@@ -14854,11 +12639,34 @@ func (ec *executionContext) marshalNAnomaly2githubᚗcomᚋcostgwᚋgatewayᚋup
 }
 
 func (ec *executionContext) marshalNAnomaly2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomalyᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNAnomaly2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomaly(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNAnomaly2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomaly(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14884,11 +12692,34 @@ func (ec *executionContext) marshalNAnomalyEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNAnomalyEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐAnomalyEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNAnomalyEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐAnomalyEdge(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNAnomalyEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐAnomalyEdge(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14920,11 +12751,34 @@ func (ec *executionContext) marshalNBudget2githubᚗcomᚋcostgwᚋgatewayᚋups
 }
 
 func (ec *executionContext) marshalNBudget2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudgetᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNBudget2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudget(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNBudget2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudget(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14950,11 +12804,34 @@ func (ec *executionContext) marshalNBudgetEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNBudgetEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐBudgetEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNBudgetEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐBudgetEdge(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNBudgetEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐBudgetEdge(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15086,11 +12963,34 @@ func (ec *executionContext) marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValueᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValue(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValue(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15153,11 +13053,34 @@ func (ec *executionContext) marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNHeatmapRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRowᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRow(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRow(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15173,11 +13096,34 @@ func (ec *executionContext) marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNHistoryCostRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRowᚄ(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRow(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRow(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15337,11 +13283,34 @@ func (ec *executionContext) marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriodᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriod(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriod(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15353,11 +13322,34 @@ func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋga
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalONode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalONode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	return ret
 }
@@ -15393,11 +13385,34 @@ func (ec *executionContext) marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgateway
 }
 
 func (ec *executionContext) marshalNPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmount(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmount(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15417,11 +13432,34 @@ func (ec *executionContext) marshalNPlanningActuals2githubᚗcomᚋcostgwᚋgate
 }
 
 func (ec *executionContext) marshalNPlanningActuals2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPlanningActualsᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNPlanningActuals2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPlanningActuals(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNPlanningActuals2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPlanningActuals(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15447,11 +13485,34 @@ func (ec *executionContext) marshalNRecommendation2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNRecommendation2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNRecommendation2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendation(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNRecommendation2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendation(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15477,11 +13538,34 @@ func (ec *executionContext) marshalNRecommendationEdge2githubᚗcomᚋcostgwᚋg
 }
 
 func (ec *executionContext) marshalNRecommendationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐRecommendationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNRecommendationEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐRecommendationEdge(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNRecommendationEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐRecommendationEdge(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15529,11 +13613,34 @@ func (ec *executionContext) marshalNScheduledNotification2githubᚗcomᚋcostgw�
 }
 
 func (ec *executionContext) marshalNScheduledNotification2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotificationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNScheduledNotification2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotification(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNScheduledNotification2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotification(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15559,11 +13666,34 @@ func (ec *executionContext) marshalNScheduledNotificationEdge2githubᚗcomᚋcos
 }
 
 func (ec *executionContext) marshalNScheduledNotificationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐScheduledNotificationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNScheduledNotificationEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐScheduledNotificationEdge(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNScheduledNotificationEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐScheduledNotificationEdge(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15624,11 +13754,34 @@ func (ec *executionContext) marshalNSummaryCard2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNSummaryCard2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCardᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNSummaryCard2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCard(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNSummaryCard2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCard(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15644,11 +13797,34 @@ func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItemᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNTargetItem2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItem(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNTargetItem2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItem(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15685,11 +13861,34 @@ func (ec *executionContext) marshalNUserError2githubᚗcomᚋcostgwᚋgatewayᚋ
 }
 
 func (ec *executionContext) marshalNUserError2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserError) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNUserError2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserError(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNUserError2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserError(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15715,11 +13914,34 @@ func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlge
 }
 
 func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirectiveᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15761,11 +13983,34 @@ func (ec *executionContext) unmarshalN__DirectiveLocation2ᚕstringᚄ(ctx conte
 }
 
 func (ec *executionContext) marshalN__DirectiveLocation2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__DirectiveLocation2string(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__DirectiveLocation2string(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15789,11 +14034,34 @@ func (ec *executionContext) marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlg
 }
 
 func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15809,11 +14077,34 @@ func (ec *executionContext) marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋg
 }
 
 func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16166,11 +14457,34 @@ func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmount(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmount(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16185,11 +14499,34 @@ func (ec *executionContext) marshalOPlanning2ᚕgithubᚗcomᚋcostgwᚋgateway�
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNPlanning2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanning(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalNPlanning2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanning(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16303,11 +14640,34 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__EnumValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValue(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__EnumValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValue(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16322,11 +14682,34 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__Field2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐField(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__Field2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐField(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16341,11 +14724,34 @@ func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16367,11 +14773,34 @@ func (ec *executionContext) marshalO__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgen�
 	if v == nil {
 		return graphql.Null
 	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 1, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
-	})
+	ret := make(graphql.Array, len(v))
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
+		for i := range v {
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
+			}()
+		}
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,6 +70,16 @@ type Config struct {
 	// UpstreamInFlight bounds the upstream calls in flight across all
 	// requests (0: no bound).
 	UpstreamInFlight int
+	// OperationsInFlight bounds the GraphQL operations executing at once
+	// across all requests; more wait in turn, their request timeout running
+	// (0: no bound). It bounds the memory of work in flight.
+	OperationsInFlight int
+	// GCPercent is the garbage collector's target, as GOGC (-1: off, with
+	// a MemoryLimit); GOGC in the environment wins over it.
+	GCPercent int
+	// MemoryLimit is the Go runtime's soft memory limit in bytes, as
+	// GOMEMLIMIT (0: none); GOMEMLIMIT in the environment wins over it.
+	MemoryLimit int64
 	// PersistedDocuments is a manifest of trusted documents (document id →
 	// text, as Relay and graphql-codegen write it), which requests may name
 	// by documentId or doc_id; empty: none.
@@ -98,7 +111,13 @@ type Config struct {
 const (
 	DefaultListen         = ":8080"
 	DefaultRequestTimeout = 30 * time.Second
-	defaultLogFormat      = "json"
+	// DefaultOperationsInFlight, DefaultGCPercent and DefaultMemoryLimit are
+	// what docs/performance.md measured for a request-shaped heap: bounded
+	// memory at 200 concurrent clients without less throughput.
+	DefaultOperationsInFlight = 32
+	DefaultGCPercent          = 100
+	DefaultMemoryLimit        = 0
+	defaultLogFormat          = "json"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
 )
@@ -140,6 +159,11 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
 	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
+	fs.IntVar(&c.OperationsInFlight, "operations-in-flight", DefaultOperationsInFlight, "most GraphQL operations executing at once across all requests; more wait in turn (0: no bound)")
+	fs.IntVar(&c.GCPercent, "gc-percent", DefaultGCPercent, "garbage collection target percentage, as GOGC (-1: off); GOGC in the environment wins")
+	c.MemoryLimit = DefaultMemoryLimit
+	fs.Var(memoryLimit{&c.MemoryLimit}, "memory-limit", "soft memory `limit` of the Go runtime, as GOMEMLIMIT: bytes with an optional unit such as 80MiB (0: none); GOMEMLIMIT in the environment wins")
+	fs.Want("memory-limit", "a size such as 80MiB, 1GiB or 0")
 	fs.StringVar(&c.PersistedDocuments, "persisted-documents", "", "trusted documents: a JSON `file` of document id to document text (Relay, graphql-codegen) or an Apollo persisted query manifest")
 	fs.BoolVar(&c.OnlyPersisted, "only-persisted", false, "run only the documents of -persisted-documents; no automatic persisted queries")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of a second listener for /metrics, /debug/pprof/ and the health endpoints, which then leave -listen; empty: off")
@@ -195,10 +219,17 @@ func (c Config) validate() error {
 		name string
 		v    int
 	}{{"max-tokens", c.Limits.MaxTokens}, {"max-selections", c.Limits.MaxSelections}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
-		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight}} {
+		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight},
+		{"operations-in-flight", c.OperationsInFlight}} {
 		if f.v < 0 {
 			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")
 		}
+	}
+	if c.GCPercent < -1 {
+		errs.Addf("gc-percent", c.GCPercent, "want -1 (off) or a percentage such as 100")
+	}
+	if c.GCPercent == -1 && c.MemoryLimit == 0 {
+		errs.Addf("gc-percent", c.GCPercent, "want -memory-limit too: with neither, the heap would grow without bound")
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs.Addf("max-body-bytes", c.MaxBodyBytes, "want a positive number of bytes")
@@ -272,5 +303,43 @@ func (l *originList) Set(s string) error {
 			l.origins = append(l.origins, o)
 		}
 	}
+	return nil
+}
+
+// memoryLimit is the value of -memory-limit: a number of bytes with an
+// optional unit, as GOMEMLIMIT takes it (B, KiB, MiB, GiB, TiB).
+type memoryLimit struct{ n *int64 }
+
+var memoryUnits = []struct {
+	suffix string
+	factor int64
+}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+
+func (m memoryLimit) String() string {
+	if m.n == nil || *m.n == 0 {
+		return "0"
+	}
+	for _, u := range memoryUnits {
+		if *m.n%u.factor == 0 {
+			return strconv.FormatInt(*m.n/u.factor, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(*m.n, 10)
+}
+
+func (m memoryLimit) Set(s string) error {
+	s = strings.TrimSpace(s)
+	factor := int64(1)
+	for _, u := range memoryUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, factor = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.factor
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/factor {
+		return errors.New("not a size")
+	}
+	*m.n = n * factor
 	return nil
 }

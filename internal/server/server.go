@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -100,6 +102,8 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		upstreamURL = "http://" + simLn.Addr().String()
 	}
 
+	setGC(cfg, lookupEnv, log)
+
 	g := &instruments{tracing: tracing}
 	base := upstream.NewTransport()
 	base.ResponseHeaderTimeout = cfg.UpstreamTimeout
@@ -148,6 +152,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		Logger:           log,
 		Limits:           &cfg.Limits,
 		MaxBodyBytes:     cfg.MaxBodyBytes,
+		MaxOperations:    cfg.OperationsInFlight,
 		Loaders:          loaders.Options{MaxConcurrency: cfg.RequestFanout},
 		PersistedQueries: apqStore,
 		TrustedDocuments: trusted,
@@ -265,4 +270,31 @@ func baseURL(addr string) string {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// setGC tunes the garbage collector with -gc-percent and -memory-limit,
+// each unless the Go runtime's own variable (GOGC, GOMEMLIMIT) is set, which
+// the runtime has then applied already and which wins.
+func setGC(cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger) {
+	gogc, gogcSet := lookupEnv("GOGC")
+	if !gogcSet {
+		debug.SetGCPercent(cfg.GCPercent)
+		gogc = strconv.Itoa(cfg.GCPercent)
+	}
+	limit, limitSet := lookupEnv("GOMEMLIMIT")
+	if !limitSet {
+		if cfg.MemoryLimit > 0 {
+			debug.SetMemoryLimit(cfg.MemoryLimit)
+		}
+		limit = memoryLimit{&cfg.MemoryLimit}.String()
+	}
+	log.Info("garbage collector", "gc_percent", gogc, "gc_percent_from", from(gogcSet, "GOGC"),
+		"memory_limit", limit, "memory_limit_from", from(limitSet, "GOMEMLIMIT"))
+}
+
+func from(env bool, name string) string {
+	if env {
+		return name
+	}
+	return "flag"
 }

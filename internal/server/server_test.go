@@ -42,6 +42,9 @@ func defaults() Config {
 		MaxBodyBytes:       2_000_000,
 		RequestFanout:      100,
 		UpstreamInFlight:   256,
+		OperationsInFlight: DefaultOperationsInFlight,
+		GCPercent:          DefaultGCPercent,
+		MemoryLimit:        DefaultMemoryLimit,
 	}
 }
 
@@ -105,6 +108,16 @@ func TestParseConfig(t *testing.T) {
 		{"request-fanout env", nil, map[string]string{"COSTGW_REQUEST_FANOUT": "9"}, func(c *Config) { c.RequestFanout = 9 }},
 		{"upstream-in-flight flag", []string{"-upstream-in-flight", "0"}, nil, func(c *Config) { c.UpstreamInFlight = 0 }},
 		{"upstream-in-flight env", nil, map[string]string{"COSTGW_UPSTREAM_IN_FLIGHT": "32"}, func(c *Config) { c.UpstreamInFlight = 32 }},
+		{"operations-in-flight flag", []string{"-operations-in-flight", "0"}, nil, func(c *Config) { c.OperationsInFlight = 0 }},
+		{"operations-in-flight env", nil, map[string]string{"COSTGW_OPERATIONS_IN_FLIGHT": "16"}, func(c *Config) { c.OperationsInFlight = 16 }},
+		{"gc-percent flag", []string{"-gc-percent", "400"}, nil, func(c *Config) { c.GCPercent = 400 }},
+		{"gc-percent env", nil, map[string]string{"COSTGW_GC_PERCENT": "150"}, func(c *Config) { c.GCPercent = 150 }},
+		{"gc-percent off with a memory limit", []string{"-gc-percent", "-1", "-memory-limit", "1GiB"}, nil, func(c *Config) {
+			c.GCPercent, c.MemoryLimit = -1, 1<<30
+		}},
+		{"memory-limit flag", []string{"-memory-limit", "80MiB"}, nil, func(c *Config) { c.MemoryLimit = 80 << 20 }},
+		{"memory-limit env", nil, map[string]string{"COSTGW_MEMORY_LIMIT": "1000000"}, func(c *Config) { c.MemoryLimit = 1_000_000 }},
+		{"memory-limit off", []string{"-memory-limit", "0"}, nil, func(c *Config) { c.MemoryLimit = 0 }},
 		{"version", []string{"-version"}, nil, func(c *Config) { c.Version = true }},
 		{"healthcheck", []string{"-healthcheck"}, nil, func(c *Config) { c.HealthCheck = true }},
 		{"a flag wins over its variable", []string{"-listen", ":1", "-playground=true"},
@@ -144,6 +157,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"relative upstream", []string{"-upstream", "api.example.com"}, nil, "-upstream"},
 		{"origin with a path", []string{"-cors-origins", "https://a.example.com/app"}, nil, "-cors-origins"},
 		{"origin with two stars", []string{"-cors-origins", "https://*.*.example.com"}, nil, "-cors-origins"},
+		{"bad memory limit", []string{"-memory-limit", "lots"}, nil, "-memory-limit"},
+		{"negative memory limit", nil, map[string]string{"COSTGW_MEMORY_LIMIT": "-5MiB"}, "COSTGW_MEMORY_LIMIT"},
+		{"gc off without a memory limit", []string{"-gc-percent", "-1"}, nil, "-gc-percent"},
+		{"gc percent below -1", []string{"-gc-percent", "-2"}, nil, "-gc-percent"},
+		{"negative operations in flight", []string{"-operations-in-flight", "-1"}, nil, "-operations-in-flight"},
 		{"unknown flag", []string{"-nope"}, nil, "-nope"},
 		{"stray argument", []string{"serve"}, nil, "unexpected arguments"},
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,9 +95,11 @@ func checkDrained(t *testing.T, results <-chan inflight, n int, since time.Time)
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	s, up := simUpstream(t, sim.Options{Latency: sim.Latency{Fixed: 300 * time.Millisecond}})
-	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug")
-
 	const n = 50
+	// Every request executing at once, so that all n are at the upstream
+	// when the shutdown begins (the default bound would queue some).
+	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug", "-operations-in-flight", strconv.Itoa(n))
+
 	results := sendInFlight(t, gw.url, n)
 	// A request is in flight once the upstream has its first call.
 	waitFor(t, 10*time.Second, "the requests did not reach the upstream", func() bool {

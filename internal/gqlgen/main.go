@@ -1,0 +1,241 @@
+// Command gqlgen generates the GraphQL executor of graph/generated: gqlgen's
+// own generator (github.com/99designs/gqlgen/api, configured by gqlgen.yml)
+// with the executor's templates taken from templates/ in this directory,
+// which are gqlgen v0.17.95's (codegen/*.gotpl, MIT licence in
+// templates/LICENSE) with the changes of docs/performance.md, each marked
+// "costgw:" where it is made. Run it from anywhere in the module:
+//
+//	go generate ./graph
+//
+// It runs gqlgen exactly as `go tool gqlgen generate` does (models,
+// resolvers, the executor), then renders the executor again from the same
+// data with the templates of this directory, and builds ./graph/... to check
+// the result. The generated files stay generated: change them only here or
+// in gqlgen.yml.
+//
+// What the templates change, so that a field that is a plain member of its
+// Go value costs what marshalling it costs:
+//
+//   - A leaf field (scalar or enum) bound to a struct member, with no
+//     arguments, directives or resolver, is marshalled straight from the
+//     member: no field context unless an error may need the field's path,
+//     no resolver closure, no boxing of the value, no middleware call. No
+//     field middleware (AroundFields, a FieldInterceptor extension) sees
+//     such a field; graph.NewHandler installs none.
+//   - With exec.worker_limit 1, the elements of a list are marshalled one
+//     after another on the caller's goroutine, as gqlgen's semaphore of one
+//     would, without a goroutine, a semaphore and a waiter each.
+//   - An object's own field set is an objectOut, which writes itself
+//     without gqlgen's map of aliases written, iterator and copy of each
+//     field (graphql.FieldSet's MarshalGQL); deferred fields keep theirs.
+//   - The @defer state of an object (a second field set, a map of labels, the
+//     object's path) is made only when one of its fields is deferred.
+//   - The resolvers listed in inlineResolvers are called on the object's
+//     goroutine rather than in a goroutine of their own: they compute from
+//     the object alone and never wait.
+package main
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"go/types"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/99designs/gqlgen/api"
+	"github.com/99designs/gqlgen/codegen"
+	"github.com/99designs/gqlgen/codegen/config"
+	"github.com/99designs/gqlgen/codegen/templates"
+)
+
+//go:embed templates/*.gotpl
+var templateFS embed.FS
+
+// inlineResolvers are the resolvers that need no goroutine of their own:
+// each computes its value from the object alone (an id encoded from the
+// record's, a map sorted into a list, extra members re-encoded) and never
+// waits for an upstream call. A resolver that loads anything stays
+// concurrent, so that a list's loads overlap: TestListsOfNodesTakeOneTierPerLevel.
+var inlineResolvers = map[string]bool{
+	"Budget.id":                true,
+	"Planning.id":              true,
+	"Planning.targetItems":     true,
+	"ExplorerReport.id":        true,
+	"User.id":                  true,
+	"Recommendation.id":        true,
+	"Recommendation.extra":     true,
+	"Anomaly.id":               true,
+	"Anomaly.extra":            true,
+	"ScheduledNotification.id": true,
+}
+
+// neverNull are the marshal functions that never return graphql.Null and
+// read no context: a non-null field marshalled by one of them cannot fail,
+// so it needs no field context for an error's path.
+var neverNull = map[string]bool{
+	"github.com/99designs/gqlgen/graphql.MarshalString":     true,
+	"github.com/99designs/gqlgen/graphql.MarshalBoolean":    true,
+	"github.com/99designs/gqlgen/graphql.MarshalInt":        true,
+	"github.com/99designs/gqlgen/graphql.MarshalInt32":      true,
+	"github.com/99designs/gqlgen/graphql.MarshalInt64":      true,
+	"github.com/99designs/gqlgen/graphql.MarshalID":         true,
+	"github.com/costgw/gateway/graph/model.MarshalDate":     true,
+	"github.com/costgw/gateway/graph/model.MarshalDateTime": true,
+	"github.com/costgw/gateway/graph/model.MarshalInt64":    true,
+}
+
+// modelPkg holds the enums bound to functions (graph/model/enums.go), whose
+// marshal functions answer UNKNOWN for a value they do not know, never null.
+const modelPkg = "github.com/costgw/gateway/graph/model"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gqlgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := config.LoadConfigFromDefaultLocations()
+	if err != nil {
+		return err
+	}
+	capture := &captureData{}
+	if err := api.Generate(cfg, api.AddPlugin(capture)); err != nil {
+		return err
+	}
+	data := capture.data
+	if data == nil {
+		return errors.New("gqlgen gave no data to render")
+	}
+	if cfg.Exec.Layout != config.ExecLayoutSingleFile {
+		return fmt.Errorf("exec.layout %q: only single-file is rendered with these templates", cfg.Exec.Layout)
+	}
+	if err := checkInline(data); err != nil {
+		return err
+	}
+	tpl, err := fs.Sub(templateFS, "templates")
+	if err != nil {
+		return err
+	}
+	fieldDirectives := len(data.AllDirectives.LocationDirectives("FIELD")) > 0
+	err = templates.Render(templates.Options{
+		PackageName:     cfg.Exec.Package,
+		Filename:        cfg.Exec.Filename,
+		Data:            data,
+		RegionTags:      true,
+		GeneratedHeader: true,
+		Packages:        cfg.Packages,
+		TemplateFS:      tpl,
+		PruneOptions:    cfg.GetPruneOptions(),
+		Funcs: template.FuncMap{
+			"plainLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && plainLeaf(f) },
+			"leafNeedsPath":  leafNeedsPath,
+			"inlineResolver": func(f *codegen.Field) bool { return inlineResolvers[f.Object.Name+"."+f.Name] },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("rendering %s: %w", cfg.Exec.Filename, err)
+	}
+	build := exec.Command("go", "build", "./"+filepath.ToSlash(filepath.Dir(relative(cfg.Exec.Filename)))+"/...")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("the generated executor does not build: %w", err)
+	}
+	return nil
+}
+
+// relative returns path relative to the working directory, the module root.
+func relative(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.Rel(wd, path); err == nil {
+		return r
+	}
+	return path
+}
+
+// checkInline fails when inlineResolvers names a field that is not a
+// resolver of the schema, so that the list cannot go stale silently.
+func checkInline(data *codegen.Data) error {
+	found := map[string]bool{}
+	for _, o := range data.Objects {
+		for _, f := range o.Fields {
+			if key := o.Name + "." + f.Name; inlineResolvers[key] {
+				if !f.IsResolver || len(f.Args) > 0 || f.HasDirectives() || f.IsBatch() {
+					return fmt.Errorf("inlineResolvers: %s is not a resolver without arguments or directives", key)
+				}
+				found[key] = true
+			}
+		}
+	}
+	var missing []string
+	for key := range inlineResolvers {
+		if !found[key] {
+			missing = append(missing, key)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		return fmt.Errorf("inlineResolvers: no such field: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// plainLeaf reports whether f is a leaf (scalar or enum) bound to a struct
+// member of a non-root object, with no resolver, arguments or directives:
+// marshalling the member is all it takes.
+func plainLeaf(f *codegen.Field) bool {
+	if f.Object.Root || f.Object.Stream || f.IsResolver || !f.IsVariable() || f.HasHaser || f.IsBatch() ||
+		len(f.Args) > 0 || f.HasDirectives() || f.TypeReference == nil || f.TypeReference.Definition == nil {
+		return false
+	}
+	k := f.TypeReference.Definition.Kind
+	return k == ast.Scalar || k == ast.Enum
+}
+
+// leafNeedsPath reports whether marshalling the plain leaf f may report an
+// error, which needs the field's context for its path: a context marshaler
+// (it may fail), or a non-null field whose value may marshal to null.
+func leafNeedsPath(f *codegen.Field) bool {
+	t := f.TypeReference
+	if t.IsContext || t.IsSlice() {
+		return true
+	}
+	if !t.GQL.NonNull {
+		return false
+	}
+	if t.IsNilable() || t.Marshaler == nil {
+		return true
+	}
+	return !neverNullFunc(t.Marshaler, t.Definition.Kind == ast.Enum)
+}
+
+func neverNullFunc(fn *types.Func, enum bool) bool {
+	if fn.Pkg() == nil {
+		return false
+	}
+	name := fn.Pkg().Path() + "." + fn.Name()
+	return neverNull[name] || (enum && fn.Pkg().Path() == modelPkg)
+}
+
+// captureData is a gqlgen plugin that keeps the data gqlgen renders its
+// executor from.
+type captureData struct{ data *codegen.Data }
+
+func (*captureData) Name() string { return "costgw-exec-templates" }
+
+func (c *captureData) GenerateCode(data *codegen.Data) error {
+	c.data = data
+	return nil
+}
