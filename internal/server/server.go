@@ -54,7 +54,9 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		defer cancel()
 		_ = tracing.Shutdown(sctx)
 	}()
-	return serve(ctx, cfg, tracing, newLogger(cfg, stderr), ready)
+	log := newLogger(cfg, stderr)
+	setGC(cfg, lookupEnv, log)
+	return serve(ctx, cfg, tracing, log, ready)
 }
 
 // newLogger returns the logger of cfg's level and format.
@@ -101,8 +103,6 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		defer simSrv.Close()
 		upstreamURL = "http://" + simLn.Addr().String()
 	}
-
-	setGC(cfg, lookupEnv, log)
 
 	g := &instruments{tracing: tracing}
 	base := upstream.NewTransport()
