@@ -76,6 +76,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	media := codes.MediaType(r)
 	params.Headers = r.Header
+	ctx = withDocSlot(ctx)
 	rc, list := exec.CreateOperationContext(ctx, params)
 	if list != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), list)
