@@ -95,7 +95,7 @@ var registry = map[Code]Info{
 	Unauthenticated:         {Meaning: "No API key was sent, or the upstream does not know the key.", Retry: Never},
 	Forbidden:               {Meaning: "The key lacks a scope the operation needs, or the organization's plan has no API access.", Retry: Never},
 	NotFound:                {Meaning: "The object does not exist, or belongs to another organization (the two are not told apart).", Retry: Never},
-	BadUserInput:            {Meaning: "An argument is invalid: a malformed ID, cursor, date or value, or input the upstream refused.", Retry: Never},
+	BadUserInput:            {Meaning: "An argument is invalid: a malformed ID, cursor, date or value, variables nested deeper than any input (refused before they are decoded), or input the upstream refused.", Retry: Never},
 	Conflict:                {Meaning: "The idempotencyKey was used before with a different input.", Retry: Never},
 	RateLimited:             {Meaning: "The upstream is throttling this key.", Retry: Later},
 	UpstreamUnavailable:     {Meaning: "The upstream failed, did not answer in time, or is paused by the circuit breaker; or the request ran out of time.", Retry: Later},
