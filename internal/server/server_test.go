@@ -39,7 +39,7 @@ func defaults() Config {
 		LogLevel:           slog.LevelInfo,
 		LogFormat:          "json",
 		Limits:             limits.Defaults(),
-		MaxBodyBytes:       2_000_000,
+		MaxBodyBytes:       512 << 10,
 		RequestFanout:      100,
 		UpstreamInFlight:   256,
 	}
