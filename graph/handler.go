@@ -57,6 +57,12 @@ type Options struct {
 	// OnCacheLookup, when not nil, is told whether each request's document
 	// was in the cache of parsed documents.
 	OnCacheLookup func(hit bool)
+	// CallerInFlight is how many requests of one caller are worked on at
+	// once (admission.go); more wait in line. 0 means DefaultCallerInFlight.
+	CallerInFlight int
+	// InFlight is how many requests are worked on at once in all; more wait
+	// in line, each caller in turn. 0: no bound but CallerInFlight's.
+	InFlight int
 }
 
 // DefaultMaxBodyBytes is the default request body limit, 512 KiB. The
@@ -135,7 +141,12 @@ func NewHandler(o Options) http.Handler {
 	if lo.OnPanic == nil && o.OnPanic != nil {
 		lo.OnPanic = func() { o.OnPanic("loader") }
 	}
-	return guardDeadline(log, withCaller(loaders.Middleware(o.Client, lo, srv)))
+	perCaller := o.CallerInFlight
+	if perCaller <= 0 {
+		perCaller = DefaultCallerInFlight()
+	}
+	adm := newAdmission(perCaller, o.InFlight)
+	return guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))
 }
 
 // withCaller puts what identifies the caller into the request context: the
