@@ -67,6 +67,12 @@ type Config struct {
 	// UpstreamInFlight bounds the upstream calls in flight across all
 	// requests (0: no bound).
 	UpstreamInFlight int
+	// CallerInFlight bounds the requests of one caller (bearer key) that are
+	// worked on at once; more wait in line. 0: graph.DefaultCallerInFlight.
+	CallerInFlight int
+	// RequestsInFlight bounds the requests worked on at once in all; more
+	// wait in line, each caller in turn (0: no bound).
+	RequestsInFlight int
 	// PersistedDocuments is a manifest of trusted documents (document id →
 	// text, as Relay and graphql-codegen write it), which requests may name
 	// by documentId or doc_id; empty: none.
@@ -140,6 +146,8 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
 	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
+	fs.IntVar(&c.CallerInFlight, "caller-in-flight", 0, "most requests of one caller (API key; all requests without a key are one caller) worked on at once, more wait in line (0: max(4, 2 × GOMAXPROCS))")
+	fs.IntVar(&c.RequestsInFlight, "requests-in-flight", 0, "most requests worked on at once in all, more wait in line, each caller in turn (0: no bound)")
 	fs.StringVar(&c.PersistedDocuments, "persisted-documents", "", "trusted documents: a JSON `file` of document id to document text (Relay, graphql-codegen) or an Apollo persisted query manifest")
 	fs.BoolVar(&c.OnlyPersisted, "only-persisted", false, "run only the documents of -persisted-documents; no automatic persisted queries")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of a second listener for /metrics, /debug/pprof/ and the health endpoints, which then leave -listen; empty: off")
@@ -195,7 +203,8 @@ func (c Config) validate() error {
 		name string
 		v    int
 	}{{"max-tokens", c.Limits.MaxTokens}, {"max-selections", c.Limits.MaxSelections}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
-		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight}} {
+		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight},
+		{"caller-in-flight", c.CallerInFlight}, {"requests-in-flight", c.RequestsInFlight}} {
 		if f.v < 0 {
 			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")
 		}

@@ -150,6 +150,8 @@ func serve(ctx context.Context, cfg Config, lookupEnv func(string) (string, bool
 		PersistedQueries: apqStore,
 		TrustedDocuments: trusted,
 		OnlyPersisted:    cfg.OnlyPersisted,
+		CallerInFlight:   cfg.CallerInFlight,
+		InFlight:         cfg.RequestsInFlight,
 	}
 	if g.metrics != nil {
 		gopts.OnPanic, gopts.OnCacheLookup = g.metrics.Panic, g.metrics.CacheLookup

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -764,5 +765,74 @@ func TestLimitFlagsReachTheEndpoint(t *testing.T) {
 	_, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, "{ "+strings.Repeat("__typename ", 20)+"}")
 	if err != nil || len(ans.Errors) != 1 || ans.Errors[0].Extensions["code"] != "REQUEST_TOO_LARGE" {
 		t.Fatalf("body over -max-body-bytes: %+v, %v", ans.Errors, err)
+	}
+}
+
+// TestCallerInFlight checks admission through the whole middleware chain:
+// with -caller-in-flight 1, a caller's second request waits for its first,
+// while another key, a request without a key and a key the upstream does
+// not know are answered meanwhile; no key reaches the log.
+func TestCallerInFlight(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-live-admission-do-not-log"
+	s, up := simUpstream(t, sim.Options{})
+	gw := startGateway(t, nil, "-upstream", up.URL, "-caller-in-flight", "1")
+	const q = `{ budgets(first: 1) { nodes { name } } }`
+	for _, key := range []string{sim.DemoKey, sim.OtherOrgKey} {
+		// Once each, so that the upstream has accepted the key.
+		if status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, key, q); err != nil || status != 200 || len(ans.Errors) > 0 {
+			t.Fatalf("%d %+v %v", status, ans.Errors, err)
+		}
+	}
+	const latency = 300 * time.Millisecond
+	s.SetLatency(sim.Latency{Fixed: latency})
+	type answer struct {
+		end    time.Time
+		status int
+		code   any
+	}
+	send := func(key, query string) func() answer {
+		return func() answer {
+			status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, key, query)
+			if err != nil {
+				t.Error(err)
+			}
+			var code any
+			if len(ans.Errors) > 0 {
+				code = ans.Errors[0].Extensions["code"]
+			}
+			return answer{time.Now(), status, code}
+		}
+	}
+	fns := []func() answer{send(sim.DemoKey, q), send(sim.DemoKey, q), send(sim.OtherOrgKey, q), send("", "{ __typename }"), send(secret, q)}
+	got := make([]answer, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() { got[i] = fn() })
+		time.Sleep(30 * time.Millisecond)
+	}
+	wg.Wait()
+	first, second, other, keyless, unknown := got[0], got[1], got[2], got[3], got[4]
+	for i, a := range got[:4] {
+		if a.status != 200 || a.code != nil {
+			t.Errorf("request %d: %d %v", i, a.status, a.code)
+		}
+	}
+	if unknown.code != "UNAUTHENTICATED" {
+		t.Errorf("the unknown key: %d %v", unknown.status, unknown.code)
+	}
+	if d := second.end.Sub(first.end); d < latency*3/4 {
+		t.Errorf("the caller's second request ended %v after its first: it did not wait", d)
+	}
+	if !other.end.Before(second.end) || !keyless.end.Before(first.end) || !unknown.end.Before(second.end) {
+		t.Errorf("another caller waited behind the busy one: after its first request, the other key ended %v, "+
+			"no key %v, the unknown key %v, its second request %v", other.end.Sub(first.end), keyless.end.Sub(first.end),
+			unknown.end.Sub(first.end), second.end.Sub(first.end))
+	}
+	logs := gw.logs.String()
+	for _, key := range []string{secret, sim.DemoKey, sim.OtherOrgKey} {
+		if strings.Contains(logs, key) {
+			t.Errorf("the log holds the key %q:\n%s", key, logs)
+		}
 	}
 }

@@ -93,7 +93,9 @@ func checkDrained(t *testing.T, results <-chan inflight, n int, since time.Time)
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	s, up := simUpstream(t, sim.Options{Latency: sim.Latency{Fixed: 300 * time.Millisecond}})
-	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug")
+	// All 50 in flight at once, though they share a key: admission would let
+	// 4 of one caller in at a time.
+	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug", "-caller-in-flight", "64")
 
 	const n = 50
 	results := sendInFlight(t, gw.url, n)
