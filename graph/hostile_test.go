@@ -391,3 +391,29 @@ func TestServiceClientIDIsInt64(t *testing.T) {
 		t.Errorf("data: %s", r.Data)
 	}
 }
+
+// A body of unknown length (chunked) is read up to the limit, and refused
+// past it, as one whose Content-Length says so.
+func TestBodyOfUnknownLength(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		status int
+	}{
+		{"within the limit", queryBody("{ __typename }" + strings.Repeat(" ", 300_000)), 200},
+		{"over the limit", queryBody("{ __typename }" + strings.Repeat(" ", int(graph.DefaultMaxBodyBytes))), 413},
+	} {
+		req := httptest.NewRequest("POST", "/graphql", io.MultiReader(strings.NewReader(tc.body)))
+		req.ContentLength = -1
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		r := decode(t, rec)
+		if r.status != tc.status || (tc.status == 200 && string(r.Data) != `{"__typename":"Query"}`) {
+			t.Errorf("%s: %d %.200s", tc.name, r.status, r.raw)
+		}
+	}
+}
