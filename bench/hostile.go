@@ -30,6 +30,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -361,11 +362,15 @@ func (w *window) in(t time.Time) bool {
 	return from != 0 && t.UnixNano() >= from && (to == 0 || t.UnixNano() < to)
 }
 
+// hostileCallerInFlight is the gateway's -caller-in-flight in the hostile
+// benchmark: a public endpoint whose callers are separate organizations.
+const hostileCallerInFlight = 4
+
 // phase runs one phase on a gateway of its own.
 func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attackItem, length time.Duration) (hostilePhase, error) {
 	ph := hostilePhase{Name: name, Kind: kind, Window: length, Hostile: map[string]*shapeStats{}}
 	gw, url, err := startGateway(ctx, "gateway", h.b.gateway, h.simURL, nil,
-		"-request-timeout", h.cfg.hostileRequestTimeout.String())
+		"-request-timeout", h.cfg.hostileRequestTimeout.String(), "-caller-in-flight", strconv.Itoa(hostileCallerInFlight))
 	if err != nil {
 		return ph, err
 	}

@@ -26,7 +26,8 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 	p("each request with a client timeout of %v; meanwhile %d legitimate clients send the %s query back to back with\n",
 		r.Timeout, r.LegitClients, r.LegitQuery)
 	p("organization two's key (`%s`). The gateway runs as in production on the simulator (no added latency), with\n", legitKey)
-	p("`-request-timeout %v`, the limits at their defaults. Phases: a quiet run (the legitimate clients alone),\n", r.RequestTimeout)
+	p("`-request-timeout %v` and `-caller-in-flight %d` (what docs/security.md advises for a public endpoint of many\n", r.RequestTimeout, hostileCallerInFlight)
+	p("organizations), the limits at their defaults. Phases: a quiet run (the legitimate clients alone),\n")
 	if r.ShapeWindow > 0 {
 		p("an attack with each shape alone (%v each), ", r.ShapeWindow)
 	}

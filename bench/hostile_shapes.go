@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -146,8 +147,10 @@ func deepJSON(depth int) json.RawMessage {
 
 // Sizes of the shapes.
 const (
-	// paddingBytes fills a document with a comment to just under the
-	// default body limit (2 000 000 bytes).
+	// paddingBytes fills a document with a comment to 1.9 MB, as issue 14
+	// sent it: just under the default body limit of the time (2 000 000
+	// bytes), over today's (graph.DefaultMaxBodyBytes). The -at-limit
+	// shapes send the same just under today's limit.
 	paddingBytes = 1_900_000
 	// deepJSONDepth is the nesting of the JSON value: with the body's own
 	// two levels around it, 9 999, under encoding/json's limit of 10 000, so
@@ -191,6 +194,19 @@ var hostileShapes = []hostileShape{
 			size := int64(len(head) + len(padding) + len(tail))
 			return postBody(ctx, t.url, "application/json",
 				io.MultiReader(bytes.NewReader(head), bytes.NewReader(padding), bytes.NewReader(tail)), size, key)
+		},
+	},
+	{
+		Name: "comment-padded-at-limit", Item: "A3", Keys: []keyMode{withKey},
+		Title: "`{ __typename }` after a comment that fills the body to just under the default body limit " +
+			"(`graph.DefaultMaxBodyBytes`), each document different: the largest the gateway parses",
+		request: func(ctx context.Context, t *hostileTarget, n int64, key keyMode) (*http.Request, error) {
+			head := []byte(`{"query":"# ` + strconv.FormatInt(n, 10) + " ")
+			tail := []byte(`\n{ __typename }"}`)
+			pad := padding[:graph.DefaultMaxBodyBytes-1-len(head)-len(tail)]
+			size := int64(len(head) + len(pad) + len(tail))
+			return postBody(ctx, t.url, "application/json",
+				io.MultiReader(bytes.NewReader(head), bytes.NewReader(pad), bytes.NewReader(tail)), size, key)
 		},
 	},
 	{
@@ -272,6 +288,16 @@ var hostileShapes = []hostileShape{
 			head := []byte(`{"query": "{ __typename }", "pad": "`)
 			return postBody(ctx, t.url, "application/json", io.MultiReader(bytes.NewReader(head), bytes.NewReader(padding)),
 				int64(len(head)+len(padding)), key)
+		},
+	},
+	{
+		Name: "http-body-at-limit", Item: "D17", Keys: []keyMode{withKey},
+		Title: "the malformed JSON body of http-1.9MB-body, cut to just under the default body limit: read whole, refused",
+		request: func(ctx context.Context, t *hostileTarget, _ int64, key keyMode) (*http.Request, error) {
+			head := []byte(`{"query": "{ __typename }", "pad": "`)
+			pad := padding[:graph.DefaultMaxBodyBytes-1-len(head)]
+			return postBody(ctx, t.url, "application/json", io.MultiReader(bytes.NewReader(head), bytes.NewReader(pad)),
+				int64(len(head)+len(pad)), key)
 		},
 	},
 	{

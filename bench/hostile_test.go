@@ -73,17 +73,26 @@ func TestHostileShapesAreWhatTheIssueSays(t *testing.T) {
 
 	tg := testTarget(t)
 	ctx := context.Background()
-	for _, name := range []string{"comment-padded", "http-1.9MB-body"} {
-		req, err := shapeByName(name).newRequest(ctx, tg, 7, withKey)
+	for _, tc := range []struct {
+		name        string
+		least, most int
+		validJSON   bool
+	}{
+		{"comment-padded", 1_800_000, 2_000_000, true},
+		{"http-1.9MB-body", 1_800_000, 2_000_000, false},
+		{"comment-padded-at-limit", graph.DefaultMaxBodyBytes - 1, graph.DefaultMaxBodyBytes - 1, true},
+		{"http-body-at-limit", graph.DefaultMaxBodyBytes - 1, graph.DefaultMaxBodyBytes - 1, false},
+	} {
+		req, err := shapeByName(tc.name).newRequest(ctx, tg, 7, withKey)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(req.Body)
-		if int64(len(body)) != req.ContentLength || len(body) < 1_800_000 || len(body) >= graph.DefaultMaxBodyBytes {
-			t.Errorf("%s: %d bytes (Content-Length %d), want 1.8 MB up to the body limit", name, len(body), req.ContentLength)
+		if int64(len(body)) != req.ContentLength || len(body) < tc.least || len(body) > tc.most {
+			t.Errorf("%s: %d bytes (Content-Length %d), want %d to %d", tc.name, len(body), req.ContentLength, tc.least, tc.most)
 		}
-		if valid := json.Valid(body); valid != (name == "comment-padded") {
-			t.Errorf("%s: valid JSON %v", name, valid)
+		if valid := json.Valid(body); valid != tc.validJSON {
+			t.Errorf("%s: valid JSON %v", tc.name, valid)
 		}
 	}
 	a, _ := shapeByName("comment-padded").newRequest(ctx, tg, 1, withKey)

@@ -39,12 +39,6 @@ type Options struct {
 	Limits *limits.Config
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// MaxOperations bounds the operations executing at once, across all
-	// requests; one more waits for a slot, its request's deadline running,
-	// and is not refused. 0 means no bound. What it bounds is the memory and
-	// goroutines of work in flight: decoded upstream answers and results
-	// being built (docs/performance.md).
-	MaxOperations int
 	// PersistedQueries stores the queries of automatic persisted queries,
 	// by sha256 hash; nil means an in-memory store of 16 MB. Replicas that
 	// share one (Redis) serve a hash any of them registered.
@@ -63,10 +57,27 @@ type Options struct {
 	// OnCacheLookup, when not nil, is told whether each request's document
 	// was in the cache of parsed documents.
 	OnCacheLookup func(hit bool)
+	// CallerInFlight is how many requests of one caller are worked on at
+	// once (admission.go); more wait in line. 0: no bound but InFlight's.
+	CallerInFlight int
+	// InFlight is how many requests are worked on at once in all; more wait
+	// in line, each caller in turn. 0: no bound but CallerInFlight's. What
+	// it bounds is the memory and goroutines of work in flight: bodies,
+	// decoded upstream answers and results being built
+	// (docs/performance.md).
+	InFlight int
 }
 
-// DefaultMaxBodyBytes is the default request body limit (Apollo Router's default).
-const DefaultMaxBodyBytes = 2_000_000
+// DefaultMaxBodyBytes is the default request body limit, 512 KiB. The
+// largest request the schema takes is a createBudget or updateBudget whose
+// four JSON inputs are each at their bound of 64 KB (model.MaxJSONBytes):
+// 256 KiB and the document; 512 KiB holds that twice over, room for the
+// escaping of values written in the document rather than in variables.
+// Real requests are a few kilobytes. Every byte admitted costs the JSON
+// decoder and then gqlparser's lexer (about 4 ns a byte for a string
+// literal), so a larger bound (Apollo Router's 2 000 000) would let one
+// request cost several milliseconds of CPU for nothing it can use.
+const DefaultMaxBodyBytes = 512 << 10
 
 // NewHandler returns the GraphQL endpoint. It is built with handler.New and
 // explicit transports (GET, POST, OPTIONS), not NewDefaultServer, so nothing
@@ -81,9 +92,6 @@ func NewHandler(o Options) http.Handler {
 		maxBody = DefaultMaxBodyBytes
 	}
 	tr := httpTransport{maxBody: maxBody}
-	if o.MaxOperations > 0 {
-		tr.ops = make(chan struct{}, o.MaxOperations)
-	}
 	if o.TrustedDocuments != nil || o.OnlyPersisted {
 		tr.trusted = newTrusted(o.TrustedDocuments, o.OnlyPersisted)
 	}
@@ -136,7 +144,8 @@ func NewHandler(o Options) http.Handler {
 	if lo.OnPanic == nil && o.OnPanic != nil {
 		lo.OnPanic = func() { o.OnPanic("loader") }
 	}
-	return guardDeadline(log, withCaller(loaders.Middleware(o.Client, lo, srv)))
+	adm := newAdmission(o.CallerInFlight, o.InFlight)
+	return guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))
 }
 
 // withCaller puts what identifies the caller into the request context: the

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/internal/testlog"
@@ -129,6 +130,51 @@ func TestQuadraticValidationIsRefusedFirst(t *testing.T) {
 	}
 }
 
+// Each hostile body costs the handler a small multiple of its size in
+// allocation, and is refused before the work it would make dear: the
+// documents over a limit are refused from their text, before they are
+// parsed (tokens-15000 allocated 5.3 MB for a body of 165 KB, 32 times its
+// size), a body is read once, decoded without a copy but its strings, a
+// comment is not walked by the parser, and a JSON value nested 9 997 deep
+// is refused before it is decoded (2 MB).
+func TestHostileBodiesCostTheirSize(t *testing.T) {
+	e := newEnv(t)
+	limit := int(graph.DefaultMaxBodyBytes)
+	fill := func(head, tail string, c string) string {
+		return head + strings.Repeat(c, limit-1-len(head)-len(tail)) + tail
+	}
+	deep := strings.Repeat("[", 9997) + strings.Repeat("]", 9997)
+	for _, tc := range []struct {
+		name, body string
+		code       codes.Code // "" for data
+		most       float64    // allocation per byte of the body
+	}{
+		{"tokens-15000", queryBody("{" + strings.Repeat(" __typename", 14998) + " }"), codes.MaxSelections, 3},
+		{"typename-15000", queryBody("{" + strings.Repeat(" __typename", 15000) + " }"), codes.MaxTokens, 3},
+		{"comment-padded at the limit", fill(`{"query":"# `, `\n{ __typename }"}`, "#"), "", 3},
+		{"comment at the end at the limit", fill(`{"query":"{ __typename } # `, `"}`, "#"), "", 3},
+		{"string at the limit", fill(`{"query":"{ budget(id: \"`, `\") { id } }"}`, "x"), codes.BadUserInput, 4},
+		{"malformed at the limit", fill(`{"query": "{ __typename }", "pad": "`, ``, "x"), codes.BadRequest, 1.5},
+		{"deep-json", `{"query": "mutation($g: JSON) { updateBudget(input: {id: \"QnVkZ2V0OjE=\", growthRate: $g}) { budget { id } } }",` +
+			`"variables": {"g": ` + deep + `}}`, codes.BadUserInput, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r response
+			n := allocated(func() { r = e.post(t, tc.body, "Authorization", "Bearer "+sim.DemoKey) })
+			switch {
+			case tc.code == "" && (len(r.Errors) > 0 || string(r.Data) != `{"__typename":"Query"}`):
+				t.Errorf("answer %d: %.300s", r.status, r.raw)
+			case tc.code != "" && r.code(t) != string(tc.code):
+				t.Errorf("code %s, want %s: %.300s", r.code(t), tc.code, r.raw)
+			}
+			t.Logf("%d bytes allocated, %.2f per byte of the body", n, float64(n)/float64(len(tc.body)))
+			if per := float64(n) / float64(len(tc.body)); per > tc.most {
+				t.Errorf("the request allocated %d bytes, %.1f per byte of its body of %d; at most %.1f", n, per, len(tc.body), tc.most)
+			}
+		})
+	}
+}
+
 // introspectionQuery is GraphiQL's, as graphql-js writes it with every
 // option on.
 const introspectionQuery = `query IntrospectionQuery {
@@ -177,7 +223,8 @@ func TestMalformedRequestsAreTyped(t *testing.T) {
 		{"variables of the wrong type", "POST", "application/json", `{"query": "{ __typename }", "variables": "` + marker + `"}`, nil, 400, codes.BadRequest, ""},
 		{"no query", "POST", "application/json", `{"variables": {}}`, nil, 400, codes.BadRequest, ""},
 		{"unsupported media type", "POST", "text/plain", `{"query": "{ __typename }"}`, nil, 415, codes.UnsupportedMediaType, ""},
-		{"body too large", "POST", "application/json", `{"query": "{ __typename }", "pad": "` + marker + strings.Repeat("x", 1_900_000) + `"}`, nil, 200, "", ""},
+		{"large body within the limit", "POST", "application/json", `{"query": "{ __typename }", "pad": "` + marker + strings.Repeat("x", 500_000) + `"}`, nil, 200, "", ""},
+		{"body of 1.9 MB", "POST", "application/json", `{"query": "{ __typename }", "pad": "` + marker + strings.Repeat("x", 1_900_000) + `"}`, nil, 413, codes.RequestTooLarge, ""},
 		{"body over the limit", "POST", "application/json", `{"query": "` + marker + strings.Repeat("x", 2_000_001) + `"}`, nil, 413, codes.RequestTooLarge, ""},
 		{"wrong method", "PUT", "application/json", `{"query": "{ __typename }"}`, nil, 405, codes.MethodNotAllowed, "GET, POST, OPTIONS"},
 		{"mutation over GET", "GET", "", "", nil, 405, codes.MethodNotAllowed, "POST"},
@@ -342,5 +389,31 @@ func TestServiceClientIDIsInt64(t *testing.T) {
 	r := e.query(t, sim.DemoKey, `{ budgets(first: 1) { nodes { serviceClientId } } }`, nil)
 	if string(r.Data) != `{"budgets":{"nodes":[{"serviceClientId":"1001"}]}}` {
 		t.Errorf("data: %s", r.Data)
+	}
+}
+
+// A body of unknown length (chunked) is read up to the limit, and refused
+// past it, as one whose Content-Length says so.
+func TestBodyOfUnknownLength(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name   string
+		body   string
+		status int
+	}{
+		{"within the limit", queryBody("{ __typename }" + strings.Repeat(" ", 300_000)), 200},
+		{"over the limit", queryBody("{ __typename }" + strings.Repeat(" ", int(graph.DefaultMaxBodyBytes))), 413},
+	} {
+		req := httptest.NewRequest("POST", "/graphql", io.MultiReader(strings.NewReader(tc.body)))
+		req.ContentLength = -1
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		r := decode(t, rec)
+		if r.status != tc.status || (tc.status == 200 && string(r.Data) != `{"__typename":"Query"}`) {
+			t.Errorf("%s: %d %.200s", tc.name, r.status, r.raw)
+		}
 	}
 }

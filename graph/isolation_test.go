@@ -13,7 +13,9 @@ import (
 // record of the other organization: loaders and caches are per request.
 func TestIsolationUnderLoad(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	// Every worker's request at once, so that shared state would show:
+	// admission would let 4 of each key in at a time.
+	e := newEnv(t, withAdmission(32, 0))
 	keys := []string{sim.DemoKey, sim.OtherOrgKey}
 	type org struct {
 		orgID   string

@@ -11,16 +11,16 @@ import (
 	"time"
 )
 
-func withMaxOperations(n int) envOption {
-	return func(c *envConfig) { c.graph.MaxOperations = n }
+func withInFlight(n int) envOption {
+	return func(c *envConfig) { c.graph.InFlight = n }
 }
 
-// TestOperationsInFlightAreBoundedNotRefused: with MaxOperations 2, eight
+// TestOperationsInFlightAreBoundedNotRefused: with InFlight 2 (-requests-in-flight), eight
 // concurrent requests each get their answer, and no more than two
 // operations are ever executing (their upstream calls in flight) at once.
 func TestOperationsInFlightAreBoundedNotRefused(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withMaxOperations(2))
+	e := newEnv(t, withInFlight(2))
 	var now, peak atomic.Int32
 	e.calls.fail = func(*http.Request) *http.Response {
 		n := now.Add(1)
@@ -47,7 +47,7 @@ func TestOperationsInFlightAreBoundedNotRefused(t *testing.T) {
 // is not taken from the next one.
 func TestQueuedOperationEndsWithItsRequest(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withMaxOperations(1))
+	e := newEnv(t, withInFlight(1))
 	hold := make(chan struct{})
 	var once sync.Once
 	started := make(chan struct{})

@@ -71,6 +71,10 @@ func (c *sizedLRU[V]) bytes() int {
 }
 
 // docCache is the executor's cache of parsed and validated documents.
+// A document too long to keep (over maxCachedQuery) is held for its own
+// request only, in the request's docSlot, where the executor finds it
+// right after the limits put it there; without a slot (a caller other than
+// the transport) it is held until the next such document.
 type docCache struct {
 	lru *sizedLRU[*ast.QueryDocument]
 
@@ -78,6 +82,19 @@ type docCache struct {
 	// transient is a document too large to keep, held until the next one.
 	transient    string
 	transientDoc *ast.QueryDocument
+}
+
+// docSlot holds the document of one request that the cache does not keep.
+type docSlot struct {
+	query string
+	doc   *ast.QueryDocument
+}
+
+type docSlotKey struct{}
+
+// withDocSlot gives a request's context a docSlot.
+func withDocSlot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, docSlotKey{}, &docSlot{})
 }
 
 func newDocCache(maxBytes int) *docCache {
@@ -88,13 +105,17 @@ func newDocCache(maxBytes int) *docCache {
 func charge(query string) int { return len(query) * astBytesPerQueryByte }
 
 // Get implements graphql.Cache.
-func (c *docCache) Get(_ context.Context, query string) (*ast.QueryDocument, bool) {
-	c.mu.Lock()
-	if c.transientDoc != nil && c.transient == query {
+func (c *docCache) Get(ctx context.Context, query string) (*ast.QueryDocument, bool) {
+	if len(query) > maxCachedQuery {
+		if slot, _ := ctx.Value(docSlotKey{}).(*docSlot); slot != nil {
+			// The same string: its bytes are compared only when the
+			// pointers differ.
+			return slot.doc, slot.doc != nil && slot.query == query
+		}
+		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.transientDoc, true
+		return c.transientDoc, c.transientDoc != nil && c.transient == query
 	}
-	c.mu.Unlock()
 	return c.lru.get(query)
 }
 
@@ -104,17 +125,22 @@ func (c *docCache) Add(ctx context.Context, query string, doc *ast.QueryDocument
 }
 
 // Keep implements limits.Documents: a document within maxCachedQuery is
-// cached; a longer one replaces the transient slot.
-func (c *docCache) Keep(_ context.Context, query string, doc *ast.QueryDocument) {
-	c.mu.Lock()
-	c.transient, c.transientDoc = "", nil
-	if len(query) > maxCachedQuery {
-		c.transient, c.transientDoc = query, doc
+// cached; a longer one goes to its request's slot (or the transient one).
+func (c *docCache) Keep(ctx context.Context, query string, doc *ast.QueryDocument) {
+	if len(query) <= maxCachedQuery {
+		c.mu.Lock()
+		c.transient, c.transientDoc = "", nil
 		c.mu.Unlock()
+		c.lru.add(query, doc)
 		return
 	}
+	if slot, _ := ctx.Value(docSlotKey{}).(*docSlot); slot != nil {
+		slot.query, slot.doc = query, doc
+		return
+	}
+	c.mu.Lock()
+	c.transient, c.transientDoc = query, doc
 	c.mu.Unlock()
-	c.lru.add(query, doc)
 }
 
 // Bytes is what the cache charges for the documents it holds.

@@ -159,7 +159,9 @@ func TestWritesExactlyOnceUnderDroppedConnections(t *testing.T) {
 // retry quota and without tripping the breaker.
 func TestReadsSurviveFaults(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	// 64 requests of one key at once, as many as the workers: the test is of
+	// retries, not of admission, which would let 4 in at a time.
+	e := newEnv(t, withAdmission(64, 0))
 	e.sim.SetFaults(sim.Faults{Error500: 0.05, Error503: 0.05, RateLimit429: 0.05, RetryAfter: time.Second})
 	e.sim.SetLatency(sim.Latency{SpikeRate: 0.02, Spike: 100 * time.Millisecond})
 	const queries = 2000

@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -36,35 +36,7 @@ const NoKeyMaxBodyBytes = 32 << 10
 // what a request without a key may do before any of it runs.
 type httpTransport struct {
 	maxBody int64
-	trusted *trusted      // trusted documents; nil: none
-	ops     chan struct{} // a slot per operation executing (Options.MaxOperations); nil: no bound
-}
-
-// admit waits until the operation may execute: a slot of t.ops is free or
-// there is no bound. It returns the release of the slot, or false when ctx
-// ended first. The operation keeps its slot until its answer is made (the
-// last part of an incremental one written), not while a slow client reads a
-// complete answer.
-func (t httpTransport) admit(ctx context.Context) (release func(), ok bool) {
-	if t.ops == nil {
-		return func() {}, true
-	}
-	select {
-	case t.ops <- struct{}{}:
-	default:
-		select {
-		case t.ops <- struct{}{}:
-		case <-ctx.Done():
-			return nil, false
-		}
-	}
-	released := false
-	return func() {
-		if !released {
-			released = true
-			<-t.ops
-		}
-	}, true
+	trusted *trusted // trusted documents; nil: none
 }
 
 var _ graphql.Transport = httpTransport{}
@@ -104,6 +76,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	media := codes.MediaType(r)
 	params.Headers = r.Header
+	ctx = withDocSlot(ctx)
 	rc, list := exec.CreateOperationContext(ctx, params)
 	if list != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), list)
@@ -127,17 +100,8 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	if !multipart {
 		withoutDefer(rc)
 	}
-	release, admitted := t.admit(ctx)
-	if !admitted {
-		refuseRequest(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
-		return
-	}
-	defer release()
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	first := responses(ctx)
-	if !multipart || !hasNext(first) {
-		release()
-	}
 	switch {
 	case first == nil:
 		refuseRequest(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
@@ -165,7 +129,7 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 		if int64(len(r.URL.RawQuery)) > limit {
 			return nil, "", refuse(http.StatusRequestURITooLong, codes.RequestTooLarge, tooLarge("query string", limit, hasKey))
 		}
-		return paramsFromURL(r.URL)
+		return paramsFromURL(r)
 	case http.MethodPost:
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
@@ -174,7 +138,8 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 		if r.ContentLength > limit {
 			return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		buf, err := readBody(w, r, limit)
+		defer putBody(buf)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
@@ -182,10 +147,64 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 		if err != nil {
 			return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, "the request body could not be read")
 		}
-		return paramsFromBody(body)
+		return paramsFromBody(r, *buf)
 	}
 	w.Header().Set("Allow", "GET, POST, OPTIONS")
 	return nil, "", refuse(http.StatusMethodNotAllowed, codes.MethodNotAllowed, "send GraphQL with GET or POST")
+}
+
+// Request bodies are read into buffers of a pool, each once and whole,
+// sized by Content-Length when the request has one: no body is copied on
+// its way to the decoder, and the buffers of one request serve the next.
+var bodyPool sync.Pool // of *[]byte
+
+// pooledBodyBytes is the largest buffer kept for reuse (twice the default
+// body limit); a larger one, under a raised -max-body-bytes, is left to the
+// garbage collector.
+const pooledBodyBytes = 1 << 20
+
+// readBody reads the request body, at most limit bytes (an error wrapping
+// *http.MaxBytesError above it), into a buffer to give back with putBody.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*[]byte, error) {
+	size := int64(512)
+	if r.ContentLength > 0 {
+		size = r.ContentLength + 1 // +1: the read that sees the end
+	}
+	size = min(size, limit+1)
+	bp, _ := bodyPool.Get().(*[]byte)
+	if bp == nil || int64(cap(*bp)) < size {
+		if bp != nil {
+			bodyPool.Put(bp)
+		}
+		b := make([]byte, 0, max(size, 4<<10))
+		bp = &b
+	}
+	buf := (*bp)[:0]
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grow
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			*bp = buf
+			return bp, err
+		}
+	}
+	*bp = buf
+	return bp, nil
+}
+
+// putBody gives a buffer of readBody back.
+func putBody(bp *[]byte) {
+	if bp != nil && cap(*bp) <= pooledBodyBytes {
+		*bp = (*bp)[:0]
+		bodyPool.Put(bp)
+	}
 }
 
 func tooLarge(what string, limit int64, hasKey bool) string {
@@ -196,54 +215,32 @@ func tooLarge(what string, limit int64, hasKey bool) string {
 	return msg
 }
 
-// postBody is a POST body's members; each is refused when of another type.
-// A trusted document is named by documentId (the GraphQL-over-HTTP
-// proposal's parameter) or doc_id (Relay's).
-type postBody struct {
-	Query         *string         `json:"query"`
-	OperationName *string         `json:"operationName"`
-	Variables     json.RawMessage `json:"variables"`
-	Extensions    json.RawMessage `json:"extensions"`
-	DocumentID    *string         `json:"documentId"`
-	DocID         *string         `json:"doc_id"`
-}
-
-// paramsFromBody decodes a POST body: exactly one JSON object, with a
-// string query, and the other members of their types or null. Errors say
-// what is wrong, never what was sent.
-func paramsFromBody(body []byte) (*graphql.RawParams, string, *requestError) {
+// paramsFromBody decodes a POST body (decodeEnvelope): exactly one JSON
+// object, with a string query, and the other members of their types or
+// null. Errors say what is wrong, never what was sent. Nothing returned
+// refers to body, which the caller reuses.
+func paramsFromBody(r *http.Request, body []byte) (*graphql.RawParams, string, *requestError) {
 	bad := func(msg string) (*graphql.RawParams, string, *requestError) {
 		return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, msg)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var b postBody
-	if err := dec.Decode(&b); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return bad("the body's " + te.Field + " has the wrong type")
+	env, eerr := decodeEnvelope(body)
+	if eerr != nil {
+		if eerr.deepVariables {
+			return nil, "", deepVariables(r, eerr)
 		}
-		return bad("the body is not a JSON object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return bad("the body has data after its JSON object")
+		return bad(eerr.msg)
 	}
 	docID := ""
-	for _, id := range []*string{b.DocumentID, b.DocID} {
-		if id != nil {
-			docID = *id
+	for _, id := range []optString{env.documentID, env.docID} {
+		if id.set {
+			docID = id.v
 		}
 	}
-	p := &graphql.RawParams{}
-	if b.Query != nil {
-		p.Query = *b.Query
-	}
-	if b.OperationName != nil {
-		p.OperationName = *b.OperationName
-	}
-	if err := decodeObject(b.Variables, &p.Variables); err != nil {
+	p := &graphql.RawParams{Query: env.query.v, OperationName: env.operationName.v}
+	if err := decodeObject(env.variables, &p.Variables); err != nil {
 		return bad("the body's variables must be a JSON object")
 	}
-	if err := decodeObject(b.Extensions, &p.Extensions); err != nil {
+	if err := decodeObject(env.extensions, &p.Extensions); err != nil {
 		return bad("the body's extensions must be a JSON object")
 	}
 	if p.Query == "" && docID == "" && p.Extensions["persistedQuery"] == nil {
@@ -252,8 +249,20 @@ func paramsFromBody(body []byte) (*graphql.RawParams, string, *requestError) {
 	return p, docID, nil
 }
 
+// deepVariables refuses variables nested deeper than any input of the
+// schema: BAD_USER_INPUT, as the JSON scalar refuses a value too deep, with
+// the status of a request error (200 under application/json).
+func deepVariables(r *http.Request, e *envelopeError) *requestError {
+	status := http.StatusOK
+	if codes.MediaType(r) == "application/graphql-response+json" {
+		status = http.StatusBadRequest
+	}
+	return &requestError{status, codes.Errorf(codes.BadUserInput, "%s", e.msg)}
+}
+
 // paramsFromURL reads a GET's parameters from its query string.
-func paramsFromURL(u *url.URL) (*graphql.RawParams, string, *requestError) {
+func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) {
+	u := r.URL
 	bad := func(msg string) (*graphql.RawParams, string, *requestError) {
 		return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, msg)
 	}
@@ -263,11 +272,18 @@ func paramsFromURL(u *url.URL) (*graphql.RawParams, string, *requestError) {
 	}
 	p := &graphql.RawParams{Query: q.Get("query"), OperationName: q.Get("operationName")}
 	if v := q.Get("variables"); v != "" {
+		if err := checkJSONObject([]byte(v)); err == errTooDeep {
+			return nil, "", deepVariables(r, &envelopeError{msg: "the variables nest deeper than " +
+				strconv.Itoa(maxBodyNesting-1) + " levels; a JSON input may nest 32", deepVariables: true})
+		}
 		if err := decodeObject(json.RawMessage(v), &p.Variables); err != nil {
 			return bad("the variables parameter must be a JSON object")
 		}
 	}
 	if v := q.Get("extensions"); v != "" {
+		if err := checkJSONObject([]byte(v)); err != nil {
+			return bad("the extensions parameter must be a JSON object")
+		}
 		if err := decodeObject(json.RawMessage(v), &p.Extensions); err != nil {
 			return bad("the extensions parameter must be a JSON object")
 		}

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"context"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -26,8 +27,12 @@ type Documents interface {
 // measures taken before each dearer step, so that no document costs more
 // than its size allows:
 //
-//  1. tokens, by lexing alone, before anything is parsed;
-//  2. parsing (linear in the tokens);
+//  1. tokens and the fields written, in one pass over the text (ScanText),
+//     before anything is parsed or allocated: a document over -max-tokens,
+//     or that writes more fields than MaxSelections (which it then selects
+//     at least as often with its fragments expanded), is never parsed;
+//  2. parsing (linear in the tokens), with the parser's own token limit as
+//     a second guard;
 //  3. the selections of each operation with its fragments expanded, counted
 //     with each fragment visited once, and the pairs of fields that
 //     validation's overlapping-fields rule would compare, which is quadratic
@@ -37,14 +42,22 @@ type Documents interface {
 //
 // The request's deadline is checked between the steps.
 func (e *Extension) document(ctx context.Context, query string) (*ast.QueryDocument, *gqlerror.Error) {
-	if err := CheckTokens(query, e.Config.MaxTokens); err != nil {
-		return nil, err
+	text, lerr := checkText(query, e.Config)
+	if lerr != nil {
+		return nil, lerr
 	}
-	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	src := query
+	if text.CommentBytes > maxCommentBytes {
+		src = WithoutComments(query)
+	}
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: src}, e.Config.MaxTokens)
 	if err != nil {
 		ge, ok := err.(*gqlerror.Error)
 		if !ok {
 			ge = gqlerror.Wrap(err)
+		}
+		if e.Config.MaxTokens > 0 && strings.HasPrefix(ge.Message, "exceeded token limit") {
+			return nil, tooManyTokens(e.Config.MaxTokens)
 		}
 		return nil, withCode(ge, codes.ParseFailed)
 	}
@@ -68,6 +81,11 @@ func (e *Extension) document(ctx context.Context, query string) (*ast.QueryDocum
 	}
 	return doc, nil
 }
+
+// maxCommentBytes is the comment text above which a document is parsed
+// without it (WithoutComments): gqlparser's lexer reads a comment rune by
+// rune, several times slower than the scan that drops it.
+const maxCommentBytes = 4 << 10
 
 // rules are gqlgen's default validation rules, with the rules that suggest
 // names ("Did you mean …?") swapped for their quiet forms when suggestions
@@ -121,8 +139,7 @@ func CheckSelections(doc *ast.QueryDocument, max int) *gqlerror.Error {
 	for _, op := range doc.Operations {
 		total += m.count(op.SelectionSet)
 		if total > max {
-			return codes.Errorf(codes.MaxSelections,
-				"the document selects more than %d fields with its fragments expanded", max).GraphQL()
+			return tooManySelections(max)
 		}
 	}
 	for _, op := range doc.Operations {

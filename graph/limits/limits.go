@@ -17,7 +17,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-	"github.com/vektah/gqlparser/v2/lexer"
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/cost"
@@ -121,19 +120,31 @@ func CostOf(oc *graphql.OperationContext) Cost {
 
 // CheckTokens fails when query has more than max lexical tokens (0: no limit).
 func CheckTokens(query string, max int) *gqlerror.Error {
-	if max <= 0 {
-		return nil
+	if max > 0 && ScanText(query, max).Tokens > max {
+		return tooManyTokens(max)
 	}
-	lx := lexer.New(&ast.Source{Input: query})
-	for n := 0; ; n++ {
-		tok, err := lx.ReadToken()
-		if err != nil || tok.Kind == lexer.EOF {
-			return nil // a lexing error is the parser's to report
-		}
-		if n >= max {
-			return limitError(codes.MaxTokens, "the query has more than %d tokens", max)
-		}
+	return nil
+}
+
+// checkText applies the limits that the text alone measures (ScanText):
+// tokens first, then the fields written.
+func checkText(query string, c Config) (Text, *gqlerror.Error) {
+	t := ScanText(query, c.MaxTokens)
+	if c.MaxTokens > 0 && t.Tokens > c.MaxTokens {
+		return t, tooManyTokens(c.MaxTokens)
 	}
+	if c.MaxSelections > 0 && t.Fields > c.MaxSelections {
+		return t, tooManySelections(c.MaxSelections)
+	}
+	return t, nil
+}
+
+func tooManyTokens(max int) *gqlerror.Error {
+	return limitError(codes.MaxTokens, "the query has more than %d tokens", max)
+}
+
+func tooManySelections(max int) *gqlerror.Error {
+	return codes.Errorf(codes.MaxSelections, "the document selects more than %d fields with its fragments expanded", max).GraphQL()
 }
 
 // Check applies the structural limits and the cost limit to an operation.

@@ -70,16 +70,18 @@ type Config struct {
 	// UpstreamInFlight bounds the upstream calls in flight across all
 	// requests (0: no bound).
 	UpstreamInFlight int
-	// OperationsInFlight bounds the GraphQL operations executing at once
-	// across all requests; more wait in turn, their request timeout running
-	// (0: no bound). It bounds the memory of work in flight.
-	OperationsInFlight int
 	// GCPercent is the garbage collector's target, as GOGC (-1: off, with
 	// a MemoryLimit); GOGC in the environment wins over it.
 	GCPercent int
 	// MemoryLimit is the Go runtime's soft memory limit in bytes, as
 	// GOMEMLIMIT (0: none); GOMEMLIMIT in the environment wins over it.
 	MemoryLimit int64
+	// CallerInFlight bounds the requests of one caller (bearer key) that are
+	// worked on at once; more wait in line (0: no bound).
+	CallerInFlight int
+	// RequestsInFlight bounds the requests worked on at once in all; more
+	// wait in line, each caller in turn (0: no bound).
+	RequestsInFlight int
 	// PersistedDocuments is a manifest of trusted documents (document id →
 	// text, as Relay and graphql-codegen write it), which requests may name
 	// by documentId or doc_id; empty: none.
@@ -111,10 +113,10 @@ type Config struct {
 const (
 	DefaultListen         = ":8080"
 	DefaultRequestTimeout = 30 * time.Second
-	// DefaultOperationsInFlight, DefaultGCPercent and DefaultMemoryLimit are
+	// DefaultRequestsInFlight, DefaultGCPercent and DefaultMemoryLimit are
 	// what docs/performance.md measured for a request-shaped heap: bounded
 	// memory at 200 concurrent clients without less throughput.
-	DefaultOperationsInFlight = 32
+	DefaultRequestsInFlight = 32
 	DefaultGCPercent          = 100
 	DefaultMemoryLimit        = 0
 	defaultLogFormat          = "json"
@@ -159,11 +161,12 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
 	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
-	fs.IntVar(&c.OperationsInFlight, "operations-in-flight", DefaultOperationsInFlight, "most GraphQL operations executing at once across all requests; more wait in turn (0: no bound)")
 	fs.IntVar(&c.GCPercent, "gc-percent", DefaultGCPercent, "garbage collection target percentage, as GOGC (-1: off); GOGC in the environment wins")
 	c.MemoryLimit = DefaultMemoryLimit
 	fs.Var(memoryLimit{&c.MemoryLimit}, "memory-limit", "soft memory `limit` of the Go runtime, as GOMEMLIMIT: bytes with an optional unit such as 80MiB (0: none); GOMEMLIMIT in the environment wins")
 	fs.Want("memory-limit", "a size such as 80MiB, 1GiB or 0")
+	fs.IntVar(&c.CallerInFlight, "caller-in-flight", 0, "most requests of one caller (API key; all requests without a key are one caller) worked on at once, more wait in line (0: no bound)")
+	fs.IntVar(&c.RequestsInFlight, "requests-in-flight", DefaultRequestsInFlight, "most requests worked on at once in all, more wait in line, each caller in turn (0: no bound)")
 	fs.StringVar(&c.PersistedDocuments, "persisted-documents", "", "trusted documents: a JSON `file` of document id to document text (Relay, graphql-codegen) or an Apollo persisted query manifest")
 	fs.BoolVar(&c.OnlyPersisted, "only-persisted", false, "run only the documents of -persisted-documents; no automatic persisted queries")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of a second listener for /metrics, /debug/pprof/ and the health endpoints, which then leave -listen; empty: off")
@@ -220,7 +223,7 @@ func (c Config) validate() error {
 		v    int
 	}{{"max-tokens", c.Limits.MaxTokens}, {"max-selections", c.Limits.MaxSelections}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
 		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight},
-		{"operations-in-flight", c.OperationsInFlight}} {
+		{"caller-in-flight", c.CallerInFlight}, {"requests-in-flight", c.RequestsInFlight}} {
 		if f.v < 0 {
 			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")
 		}

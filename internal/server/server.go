@@ -152,11 +152,12 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		Logger:           log,
 		Limits:           &cfg.Limits,
 		MaxBodyBytes:     cfg.MaxBodyBytes,
-		MaxOperations:    cfg.OperationsInFlight,
 		Loaders:          loaders.Options{MaxConcurrency: cfg.RequestFanout},
 		PersistedQueries: apqStore,
 		TrustedDocuments: trusted,
 		OnlyPersisted:    cfg.OnlyPersisted,
+		CallerInFlight:   cfg.CallerInFlight,
+		InFlight:         cfg.RequestsInFlight,
 	}
 	if g.metrics != nil {
 		gopts.OnPanic, gopts.OnCacheLookup = g.metrics.Panic, g.metrics.CacheLookup

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,10 +40,10 @@ func defaults() Config {
 		LogLevel:           slog.LevelInfo,
 		LogFormat:          "json",
 		Limits:             limits.Defaults(),
-		MaxBodyBytes:       2_000_000,
+		MaxBodyBytes:       512 << 10,
 		RequestFanout:      100,
 		UpstreamInFlight:   256,
-		OperationsInFlight: DefaultOperationsInFlight,
+		RequestsInFlight:   DefaultRequestsInFlight,
 		GCPercent:          DefaultGCPercent,
 		MemoryLimit:        DefaultMemoryLimit,
 	}
@@ -108,8 +109,8 @@ func TestParseConfig(t *testing.T) {
 		{"request-fanout env", nil, map[string]string{"COSTGW_REQUEST_FANOUT": "9"}, func(c *Config) { c.RequestFanout = 9 }},
 		{"upstream-in-flight flag", []string{"-upstream-in-flight", "0"}, nil, func(c *Config) { c.UpstreamInFlight = 0 }},
 		{"upstream-in-flight env", nil, map[string]string{"COSTGW_UPSTREAM_IN_FLIGHT": "32"}, func(c *Config) { c.UpstreamInFlight = 32 }},
-		{"operations-in-flight flag", []string{"-operations-in-flight", "0"}, nil, func(c *Config) { c.OperationsInFlight = 0 }},
-		{"operations-in-flight env", nil, map[string]string{"COSTGW_OPERATIONS_IN_FLIGHT": "16"}, func(c *Config) { c.OperationsInFlight = 16 }},
+		{"requests-in-flight flag", []string{"-requests-in-flight", "0"}, nil, func(c *Config) { c.RequestsInFlight = 0 }},
+		{"requests-in-flight env", nil, map[string]string{"COSTGW_REQUESTS_IN_FLIGHT": "16"}, func(c *Config) { c.RequestsInFlight = 16 }},
 		{"gc-percent flag", []string{"-gc-percent", "400"}, nil, func(c *Config) { c.GCPercent = 400 }},
 		{"gc-percent env", nil, map[string]string{"COSTGW_GC_PERCENT": "150"}, func(c *Config) { c.GCPercent = 150 }},
 		{"gc-percent off with a memory limit", []string{"-gc-percent", "-1", "-memory-limit", "1GiB"}, nil, func(c *Config) {
@@ -161,7 +162,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"negative memory limit", nil, map[string]string{"COSTGW_MEMORY_LIMIT": "-5MiB"}, "COSTGW_MEMORY_LIMIT"},
 		{"gc off without a memory limit", []string{"-gc-percent", "-1"}, nil, "-gc-percent"},
 		{"gc percent below -1", []string{"-gc-percent", "-2"}, nil, "-gc-percent"},
-		{"negative operations in flight", []string{"-operations-in-flight", "-1"}, nil, "-operations-in-flight"},
+		{"negative requests in flight", []string{"-requests-in-flight", "-1"}, nil, "-requests-in-flight"},
 		{"unknown flag", []string{"-nope"}, nil, "-nope"},
 		{"stray argument", []string{"serve"}, nil, "unexpected arguments"},
 	}
@@ -782,5 +783,74 @@ func TestLimitFlagsReachTheEndpoint(t *testing.T) {
 	_, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, "{ "+strings.Repeat("__typename ", 20)+"}")
 	if err != nil || len(ans.Errors) != 1 || ans.Errors[0].Extensions["code"] != "REQUEST_TOO_LARGE" {
 		t.Fatalf("body over -max-body-bytes: %+v, %v", ans.Errors, err)
+	}
+}
+
+// TestCallerInFlight checks admission through the whole middleware chain:
+// with -caller-in-flight 1, a caller's second request waits for its first,
+// while another key, a request without a key and a key the upstream does
+// not know are answered meanwhile; no key reaches the log.
+func TestCallerInFlight(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-live-admission-do-not-log"
+	s, up := simUpstream(t, sim.Options{})
+	gw := startGateway(t, nil, "-upstream", up.URL, "-caller-in-flight", "1")
+	const q = `{ budgets(first: 1) { nodes { name } } }`
+	for _, key := range []string{sim.DemoKey, sim.OtherOrgKey} {
+		// Once each, so that the upstream has accepted the key.
+		if status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, key, q); err != nil || status != 200 || len(ans.Errors) > 0 {
+			t.Fatalf("%d %+v %v", status, ans.Errors, err)
+		}
+	}
+	const latency = 300 * time.Millisecond
+	s.SetLatency(sim.Latency{Fixed: latency})
+	type answer struct {
+		end    time.Time
+		status int
+		code   any
+	}
+	send := func(key, query string) func() answer {
+		return func() answer {
+			status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, key, query)
+			if err != nil {
+				t.Error(err)
+			}
+			var code any
+			if len(ans.Errors) > 0 {
+				code = ans.Errors[0].Extensions["code"]
+			}
+			return answer{time.Now(), status, code}
+		}
+	}
+	fns := []func() answer{send(sim.DemoKey, q), send(sim.DemoKey, q), send(sim.OtherOrgKey, q), send("", "{ __typename }"), send(secret, q)}
+	got := make([]answer, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() { got[i] = fn() })
+		time.Sleep(30 * time.Millisecond)
+	}
+	wg.Wait()
+	first, second, other, keyless, unknown := got[0], got[1], got[2], got[3], got[4]
+	for i, a := range got[:4] {
+		if a.status != 200 || a.code != nil {
+			t.Errorf("request %d: %d %v", i, a.status, a.code)
+		}
+	}
+	if unknown.code != "UNAUTHENTICATED" {
+		t.Errorf("the unknown key: %d %v", unknown.status, unknown.code)
+	}
+	if d := second.end.Sub(first.end); d < latency*3/4 {
+		t.Errorf("the caller's second request ended %v after its first: it did not wait", d)
+	}
+	if !other.end.Before(second.end) || !keyless.end.Before(first.end) || !unknown.end.Before(second.end) {
+		t.Errorf("another caller waited behind the busy one: after its first request, the other key ended %v, "+
+			"no key %v, the unknown key %v, its second request %v", other.end.Sub(first.end), keyless.end.Sub(first.end),
+			unknown.end.Sub(first.end), second.end.Sub(first.end))
+	}
+	logs := gw.logs.String()
+	for _, key := range []string{secret, sim.DemoKey, sim.OtherOrgKey} {
+		if strings.Contains(logs, key) {
+			t.Errorf("the log holds the key %q:\n%s", key, logs)
+		}
 	}
 }

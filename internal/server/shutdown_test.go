@@ -96,9 +96,9 @@ func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	s, up := simUpstream(t, sim.Options{Latency: sim.Latency{Fixed: 300 * time.Millisecond}})
 	const n = 50
-	// Every request executing at once, so that all n are at the upstream
+	// Every request in flight at once, so that all n are at the upstream
 	// when the shutdown begins (the default bound would queue some).
-	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug", "-operations-in-flight", strconv.Itoa(n))
+	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug", "-requests-in-flight", strconv.Itoa(n))
 
 	results := sendInFlight(t, gw.url, n)
 	// A request is in flight once the upstream has its first call.

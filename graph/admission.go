@@ -1,0 +1,264 @@
+package graph
+
+import (
+	"context"
+	"hash/maphash"
+	"net/http"
+	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/costgw/gateway/graph/codes"
+)
+
+// Admission: one caller must not take the gateway from the others.
+//
+// Every request to the endpoint is admitted before any of its work starts,
+// before its body is read. Two bounds apply, each from admission to the
+// end of the answer:
+//
+//   - at most total requests are in flight in all (-requests-in-flight,
+//     32 by default; 0: no such bound), which bounds the memory of work in
+//     flight;
+//   - each caller has at most perCaller requests in flight
+//     (-caller-in-flight; 0, the default: no such bound).
+//
+// A request over either bound waits in line: its caller's requests in the
+// order they came, and the callers in turn (round robin) for each place
+// that frees under the total bound, so that a caller with many requests
+// waiting delays another only by its share. A request not admitted by its
+// deadline is answered 504 REQUEST_TIMEOUT at the deadline; nothing of it
+// has run.
+//
+// Both bounds count a request while it waits on the upstream: a caller
+// gets at most perCaller ÷ (the upstream's latency) requests a second, and
+// the gateway total ÷ latency. That is why perCaller is off by default: a
+// frontend's many users often share their organization's one key.
+// (Lending a request's place to others while it waits on the upstream was
+// tried: it bounds only the gateway's own work, and under the hostile
+// benchmark it left the legitimate traffic no better off than no total
+// bound; see docs/security.md.)
+//
+// A caller is the bearer key of the request (its keyed hash, never the key):
+//
+//   - every request without a key is one caller;
+//   - keys the upstream has not been seen to accept are one caller
+//     together, so that an attacker who makes up a key for each request is
+//     still one caller; a key is accepted once a request with it has
+//     succeeded with an upstream call, and the gateway remembers the last
+//     verifiedKeys keys it saw accepted.
+
+// verifiedKeys is how many accepted keys the gateway remembers.
+const verifiedKeys = 1 << 14
+
+// callerID identifies a caller: a hash of its key, or one of the groups.
+type callerID uint64
+
+const (
+	callerKeyless callerID = iota
+	callerUnverified
+)
+
+// admission is the gateway's admission control.
+type admission struct {
+	perCaller int // requests in flight per caller; 0: no bound
+	total     int // places; 0: no bound
+
+	seed maphash.Seed
+
+	mu       sync.Mutex
+	placed   int // requests holding a place
+	callers  map[callerID]*callerLine
+	turns    []*callerLine // callers with a request that may take a place, in turn
+	verified *simplelru.LRU[callerID, struct{}]
+}
+
+// callerLine is one caller's requests.
+type callerLine struct {
+	id      callerID
+	running int       // admitted, not yet ended
+	waiting []*waiter // not yet admitted, in order
+	inTurns bool
+}
+
+type waiter struct {
+	ready chan struct{} // closed when admitted
+}
+
+func newAdmission(perCaller, total int) *admission {
+	v, _ := simplelru.NewLRU[callerID, struct{}](verifiedKeys, nil)
+	return &admission{perCaller: perCaller, total: total, seed: maphash.MakeSeed(),
+		callers: map[callerID]*callerLine{}, verified: v}
+}
+
+// caller is the caller of a request: its key's own caller once the key is
+// accepted, else the unverified keys; keyHash is the key's hash (0 without
+// a key), for accepted.
+func (a *admission) caller(r *http.Request) (id, keyHash callerID) {
+	key, ok := BearerKey(r)
+	if !ok {
+		return callerKeyless, 0
+	}
+	h := callerID(maphash.String(a.seed, key))
+	if h <= callerUnverified {
+		h += 2 // clear of the groups' ids
+	}
+	a.mu.Lock()
+	_, known := a.verified.Get(h)
+	a.mu.Unlock()
+	if known {
+		return h, h
+	}
+	return callerUnverified, h
+}
+
+// accepted records that the upstream accepted the key of keyHash.
+func (a *admission) accepted(keyHash callerID) {
+	a.mu.Lock()
+	a.verified.Add(keyHash, struct{}{})
+	a.mu.Unlock()
+}
+
+func (a *admission) line(id callerID) *callerLine {
+	line := a.callers[id]
+	if line == nil {
+		line = &callerLine{id: id}
+		a.callers[id] = line
+	}
+	return line
+}
+
+func (a *admission) placeFree() bool { return a.total <= 0 || a.placed < a.total }
+
+// acquire admits a request of the caller id, waiting while it is over a
+// bound; nil when ctx ended first. An admitted request calls
+// release with the line returned when it ends.
+func (a *admission) acquire(ctx context.Context, id callerID) *callerLine {
+	a.mu.Lock()
+	line := a.line(id)
+	if len(line.waiting) == 0 && a.callerFree(line) && a.placeFree() {
+		line.running++
+		a.placed++
+		a.mu.Unlock()
+		return line
+	}
+	w := &waiter{ready: make(chan struct{})}
+	line.waiting = append(line.waiting, w)
+	a.enterTurns(line)
+	a.dispatch()
+	a.mu.Unlock()
+	select {
+	case <-w.ready:
+		return line
+	case <-ctx.Done():
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-w.ready: // admitted as ctx ended: pass the place on
+		line.running--
+		a.vacate(line)
+		return nil
+	default:
+	}
+	line.waiting = remove(line.waiting, w)
+	a.forget(line)
+	return nil
+}
+
+// release ends an admitted request.
+func (a *admission) release(line *callerLine) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	line.running--
+	a.vacate(line)
+}
+
+// vacate frees the place of a request of line, and admits the next.
+func (a *admission) vacate(line *callerLine) {
+	a.placed--
+	a.enterTurns(line)
+	a.dispatch()
+	a.forget(line)
+}
+
+// eligible reports whether line has a request waiting that its caller's
+// bound lets in.
+func (a *admission) eligible(line *callerLine) bool {
+	return len(line.waiting) > 0 && a.callerFree(line)
+}
+
+// callerFree reports whether line's caller may have one more request in
+// flight.
+func (a *admission) callerFree(line *callerLine) bool {
+	return a.perCaller <= 0 || line.running < a.perCaller
+}
+
+// enterTurns puts a caller with a request that may be admitted in turn.
+func (a *admission) enterTurns(line *callerLine) {
+	if !line.inTurns && a.eligible(line) {
+		line.inTurns = true
+		a.turns = append(a.turns, line)
+	}
+}
+
+// dispatch admits waiting requests while the total bound allows: the
+// first of each caller in turn.
+func (a *admission) dispatch() {
+	for len(a.turns) > 0 && a.placeFree() {
+		line := a.turns[0]
+		a.turns = a.turns[1:]
+		line.inTurns = false
+		if !a.eligible(line) {
+			a.forget(line)
+			continue
+		}
+		w := line.waiting[0]
+		line.waiting = line.waiting[1:]
+		line.running++
+		a.placed++
+		close(w.ready)
+		a.enterTurns(line)
+	}
+	if len(a.turns) == 0 {
+		a.turns = nil // let the backing array go
+	}
+}
+
+// forget drops the line of a caller with nothing running or waiting.
+func (a *admission) forget(line *callerLine) {
+	if line.running == 0 && len(line.waiting) == 0 && !line.inTurns {
+		delete(a.callers, line.id)
+	}
+}
+
+func remove(ws []*waiter, w *waiter) []*waiter {
+	for i, x := range ws {
+		if x == w {
+			return append(ws[:i], ws[i+1:]...)
+		}
+	}
+	return ws
+}
+
+// admit is the middleware of admission (see above).
+func (a *admission) admit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if InfoFrom(ctx) == nil {
+			ctx, _ = WithInfo(ctx)
+		}
+		id, keyHash := a.caller(r)
+		line := a.acquire(ctx, id)
+		if line == nil {
+			refuseRequest(w, r.WithContext(ctx), http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout,
+				"the request waited for its turn past its deadline: its caller had too many requests in flight"))
+			return
+		}
+		defer a.release(line)
+		next.ServeHTTP(w, r.WithContext(ctx))
+		if i := InfoFrom(ctx); id == callerUnverified && i.UpstreamCalls() > 0 && i.Outcome() == "OK" {
+			a.accepted(keyHash)
+		}
+	})
+}

@@ -1,0 +1,155 @@
+package graph_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// Tests of admission (graph/admission.go) through the real handler: one
+// caller over its bound waits in line, before any of its work, while the
+// others go on.
+
+func withAdmission(perCaller, total int) envOption {
+	return func(c *envConfig) { c.graph.CallerInFlight, c.graph.InFlight = perCaller, total }
+}
+
+// timedQuery sends query with key (none if empty) under ctx and records
+// when it was answered and what.
+type timedQuery struct {
+	end time.Time
+	r   response
+}
+
+func (e *env) timed(t *testing.T, ctx context.Context, key, query string) timedQuery {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query})
+	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return timedQuery{time.Now(), decode(t, rec)}
+}
+
+// concurrently runs the functions, each delay after the one before, and
+// waits for them all.
+func concurrently(delay time.Duration, fns ...func()) {
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Go(fn)
+		time.Sleep(delay)
+	}
+	wg.Wait()
+}
+
+const slowQuery = `{ budgets(first: 1) { nodes { id } } }`
+
+// A caller with its one request in flight waits for it to end; another
+// key and a request without a key are answered meanwhile.
+func TestCallerOverItsBoundWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmission(1, 0))
+	// Each key once, so that the upstream has accepted it.
+	e.mustQuery(t, sim.DemoKey, slowQuery, nil, nil)
+	e.mustQuery(t, sim.OtherOrgKey, slowQuery, nil, nil)
+	const latency = 300 * time.Millisecond
+	e.sim.SetLatency(sim.Latency{Fixed: latency})
+	ctx := context.Background()
+	var first, second, other, keyless timedQuery
+	concurrently(30*time.Millisecond,
+		func() { first = e.timed(t, ctx, sim.DemoKey, slowQuery) },
+		func() { second = e.timed(t, ctx, sim.DemoKey, slowQuery) },
+		func() { other = e.timed(t, ctx, sim.OtherOrgKey, slowQuery) },
+		func() { keyless = e.timed(t, ctx, "", "{ __typename }") },
+	)
+	for name, q := range map[string]timedQuery{"first": first, "second": second, "other": other, "keyless": keyless} {
+		if len(q.r.Errors) > 0 {
+			t.Errorf("%s: %s", name, q.r.raw)
+		}
+	}
+	if second.end.Sub(first.end) < latency*3/4 {
+		t.Errorf("the second request of the caller ended %v after the first: it did not wait for it", second.end.Sub(first.end))
+	}
+	if !other.end.Before(second.end) || !keyless.end.Before(first.end) {
+		t.Errorf("another key or no key waited behind the busy caller: after the first request ended, the other key's "+
+			"ended %v, no key's %v, the second's %v", other.end.Sub(first.end), keyless.end.Sub(first.end), second.end.Sub(first.end))
+	}
+}
+
+// Keys the upstream has not accepted yet are one caller: a made-up key
+// per request gets no more than one caller's share. Once a key has had an
+// answer, it is a caller of its own.
+func TestUnacceptedKeysAreOneCaller(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmission(1, 0))
+	const latency = 300 * time.Millisecond
+	e.sim.SetLatency(sim.Latency{Fixed: latency})
+	ctx := context.Background()
+	var a, b timedQuery
+	concurrently(30*time.Millisecond,
+		func() { a = e.timed(t, ctx, sim.DemoKey, slowQuery) },
+		func() { b = e.timed(t, ctx, sim.OtherOrgKey, slowQuery) },
+	)
+	if len(a.r.Errors)+len(b.r.Errors) > 0 || b.end.Sub(a.end) < latency*3/4 {
+		t.Errorf("two keys not yet accepted: the second ended %v after the first, want it to wait (%s %s)",
+			b.end.Sub(a.end), a.r.raw, b.r.raw)
+	}
+	concurrently(30*time.Millisecond,
+		func() { a = e.timed(t, ctx, sim.DemoKey, slowQuery) },
+		func() { b = e.timed(t, ctx, sim.OtherOrgKey, slowQuery) },
+	)
+	if b.end.Sub(a.end) > latency/2 {
+		t.Errorf("two accepted keys: the second ended %v after the first, want them side by side", b.end.Sub(a.end))
+	}
+}
+
+// A request that waits in line past its deadline is answered at the
+// deadline, 504 REQUEST_TIMEOUT, and nothing of it has run.
+func TestWaitingRequestAnswersAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmission(1, 0))
+	e.mustQuery(t, sim.DemoKey, slowQuery, nil, nil)
+	e.calls.take()
+	e.sim.SetLatency(sim.Latency{Fixed: 2 * time.Second})
+	var busy timedQuery
+	var waited timedQuery
+	var took time.Duration
+	concurrently(50*time.Millisecond,
+		func() { busy = e.timed(t, context.Background(), sim.DemoKey, slowQuery) },
+		func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			body, _ := json.Marshal(map[string]any{"query": slowQuery})
+			req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			took = time.Since(start)
+			waited = timedQuery{time.Now(), decode(t, rec)}
+			if calls := e.calls.take(); len(calls) != 1 {
+				t.Errorf("upstream calls while the second request waited: %v, want the first's only", calls)
+			}
+		},
+	)
+	if waited.r.status != 504 || waited.r.code(t) != string(codes.RequestTimeout) {
+		t.Errorf("the waiting request: %d %s", waited.r.status, waited.r.raw)
+	}
+	if took < 150*time.Millisecond || took > time.Second {
+		t.Errorf("the waiting request was answered after %v, want at its deadline of 200ms", took)
+	}
+	if len(busy.r.Errors) > 0 {
+		t.Errorf("the request in flight: %s", busy.r.raw)
+	}
+}
