@@ -117,9 +117,9 @@ const (
 	// what docs/performance.md measured for a request-shaped heap: bounded
 	// memory at 200 concurrent clients without less throughput.
 	DefaultRequestsInFlight = 32
-	DefaultGCPercent          = 100
-	DefaultMemoryLimit        = 0
-	defaultLogFormat          = "json"
+	DefaultGCPercent        = 100
+	DefaultMemoryLimit      = 0
+	defaultLogFormat        = "json"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
 )
