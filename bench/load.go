@@ -370,6 +370,43 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 	return res, latencies
 }
 
+// inTurns measures spec on each of the contenders in rounds, the contenders
+// taking turns and in reverse order every other round, so that a passing
+// disturbance of the shared machine, or going first, weighs on no contender
+// alone. spec.duration is the measured length of each contender over all
+// its rounds; between, when not nil, is called after each run. It returns
+// each contender's rounds merged, in the order of contenders, and each one's
+// rounds by name; nothing when ctx ends first.
+func inTurns(ctx context.Context, contenders []contender, rounds int, spec loadSpec, between func()) ([]result, map[string][]result) {
+	perRound := map[string][]result{}
+	samples := map[string][][]time.Duration{}
+	spec.duration /= time.Duration(rounds)
+	for round := range rounds {
+		order := slices.Clone(contenders)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, c := range order {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			r, lat := runLoad(ctx, c, spec)
+			if between != nil {
+				between()
+			}
+			perRound[c.name()] = append(perRound[c.name()], r)
+			samples[c.name()] = append(samples[c.name()], lat)
+		}
+	}
+	var merged []result
+	for _, c := range contenders {
+		if len(perRound[c.name()]) > 0 {
+			merged = append(merged, merge(perRound[c.name()], samples[c.name()]))
+		}
+	}
+	return merged, perRound
+}
+
 // merge adds up the rounds of one configuration: requests, errors, window
 // and CPU times add up, the latencies are pooled, the peak is the highest.
 func merge(rounds []result, samples [][]time.Duration) result {
