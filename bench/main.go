@@ -69,6 +69,9 @@ type config struct {
 	profileDir      string
 	profileClients  int
 	profileDuration time.Duration
+	// profileTelemetry names the telemetry configuration of the profiled
+	// gateway (overheadConfigs), off by default.
+	profileTelemetry string
 
 	// The hostile-traffic benchmark (hostile.go).
 	hostileOnly           bool
@@ -141,6 +144,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.profileDir, "profile-dir", filepath.Join("bench", "profiles"), "with -profile: the profiles go to a `directory` named after the query in it")
 	fs.IntVar(&c.profileClients, "profile-clients", 50, "with -profile: concurrent clients")
 	fs.DurationVar(&c.profileDuration, "profile-duration", 10*time.Second, "with -profile: how long the profiles cover")
+	fs.StringVar(&c.profileTelemetry, "profile-telemetry", ovOff, "with -profile: the gateway's telemetry, as in the telemetry-overhead benchmark: "+
+		"off, metrics, trace-1% or trace-100%")
 	fs.BoolVar(&c.hostileOnly, "hostile", false, "run only the hostile-traffic benchmark; its section replaces the one of the report "+
 		"of -out, whose other sections are rendered again from -json when it exists")
 	fs.BoolVar(&c.withHostile, "with-hostile", true, "end a full run with the hostile-traffic benchmark")
@@ -158,8 +163,9 @@ func parseFlags(args []string) (config, error) {
 		"of -out, whose other sections are rendered again from -json when it exists")
 	fs.BoolVar(&c.withOverhead, "with-overhead", true, "run the telemetry-overhead benchmark in a full run")
 	fs.IntVar(&c.overheadClients, "overhead-clients", goalClients, "overhead: concurrent clients (smoke mode: 8 unless given)")
-	fs.DurationVar(&c.overheadDuration, "overhead-duration", 24*time.Second, "overhead: measured length of each configuration and query, over all its rounds")
-	fs.IntVar(&c.overheadRounds, "overhead-rounds", 4, "overhead: rounds of each query, the configurations in turn")
+	fs.DurationVar(&c.overheadDuration, "overhead-duration", 32*time.Second, "overhead: measured length of each configuration and query, over all its rounds")
+	fs.IntVar(&c.overheadRounds, "overhead-rounds", 8, "overhead: rounds of each query, the configurations in turn; "+
+		"short rounds pair each configuration with off under the same load of the shared machine")
 	fs.DurationVar(&c.overheadScrape, "overhead-scrape", 5*time.Second, "overhead: interval of the scrapes of /metrics")
 	oqs := fs.String("overhead-queries", "BudgetList,Dashboard", "overhead: comma-separated queries to run")
 	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
@@ -260,6 +266,9 @@ func parseFlags(args []string) (config, error) {
 		if queryByName(c.profile) == nil {
 			return c, fmt.Errorf("-profile: unknown query %q", c.profile)
 		}
+		if overheadConfigByName(c.profileTelemetry) == nil {
+			return c, fmt.Errorf("-profile-telemetry: unknown configuration %q", c.profileTelemetry)
+		}
 		if c.profileClients < 1 || c.profileClients > 1000 || c.profileDuration <= 0 || c.profileDuration > 10*time.Minute {
 			return c, errors.New("-profile-clients must be from 1 to 1000, -profile-duration positive and at most 10m")
 		}
@@ -268,9 +277,9 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("-duration must be positive and at most 10m, -warmup not negative, -rounds from 1 to 10")
 	}
 	if c.overheadClients < 1 || c.overheadClients > 1000 || c.overheadDuration <= 0 || c.overheadDuration > 30*time.Minute ||
-		c.overheadRounds < 1 || c.overheadRounds > 20 || c.overheadScrape <= 0 {
+		c.overheadRounds < 1 || c.overheadRounds > 100 || c.overheadScrape <= 0 {
 		return c, errors.New("-overhead-clients must be from 1 to 1000, -overhead-duration positive and at most 30m, " +
-			"-overhead-rounds from 1 to 20, -overhead-scrape positive")
+			"-overhead-rounds from 1 to 100, -overhead-scrape positive")
 	}
 	return c, nil
 }

@@ -333,8 +333,9 @@ func runOverhead(ctx context.Context, cfg config, b binaries) (*overheadReport, 
 		}
 		for _, r := range merged {
 			x, _ := rep.cpuRatio(r.Contender, qn)
-			logf("%-16s %-10s c=%-3d %8.1f req/s %8.0f CPU-µs/req  ÷ off %.3f (rounds %s)  p50 %-9v p95 %-9v errors %d",
-				qn, r.Contender, r.Concurrency, r.RPS(), us(r.CPUPerRequest()), x, ratioList(rep.roundRatios(r.Contender, qn)),
+			rr := rep.roundRatios(r.Contender, qn)
+			logf("%-16s %-10s c=%-3d %8.1f req/s %8.0f CPU-µs/req  ÷ off %.3f, median of rounds %.3f (%s)  p50 %-9v p95 %-9v errors %d",
+				qn, r.Contender, r.Concurrency, r.RPS(), us(r.CPUPerRequest()), x, median(rr), ratioList(rr),
 				r.P50.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond), r.Errors)
 			if r.Errors > 0 && !cfg.smoke {
 				logf("WARN %s on %s: %d errors, first: %s", qn, r.Contender, r.Errors, r.FirstError)

@@ -42,24 +42,26 @@ func renderOverhead(b *strings.Builder, r *overheadReport) {
 	renderGoalTable(b, r.Goals)
 
 	p("### CPU per request\n\n")
-	p("`÷ off` is the configuration's CPU per request over the whole window ÷ off's; `rounds` is the same ratio\n")
-	p("round by round (each round of a configuration beside off's of the same round), lowest to highest.\n\n")
-	p("| query | configuration | CPU-µs/request | ÷ off | rounds | req/s | p50 | p95 | simulator CPU-µs/request | errors |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	p("`÷ off` is the configuration's CPU per request over all its rounds ÷ off's, the figure of the goal; the\n")
+	p("same ratio round by round (each round of a configuration beside off's of the same round, under about the\n")
+	p("same load of the machine) has its median and its range beside it: how far the machine moved the figures.\n\n")
+	p("| query | configuration | CPU-µs/request | ÷ off | median of rounds | rounds, lowest – highest | req/s | p50 | p95 | simulator CPU-µs/request | errors |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, qn := range r.Queries {
 		for _, c := range r.Configs {
 			x, ok := r.find(c.Name, qn)
 			if !ok {
 				continue
 			}
-			rat, rounds := "–", "–"
+			rat, med, rounds := "–", "–", "–"
 			if v, ok := r.cpuRatio(c.Name, qn); ok {
 				rat = fmt.Sprintf("%.3f", v)
 			}
 			if rr := r.roundRatios(c.Name, qn); len(rr) > 0 && c.Name != ovOff {
+				med = fmt.Sprintf("%.3f", median(rr))
 				rounds = fmt.Sprintf("%.3f – %.3f", slices.Min(rr), slices.Max(rr))
 			}
-			p("| %s | %s | %.0f | %s | %s | %.0f | %s | %s | %.0f | %d |\n", qn, c.Name, us(x.CPUPerRequest()), rat, rounds,
+			p("| %s | %s | %.0f | %s | %s | %s | %.0f | %s | %s | %.0f | %d |\n", qn, c.Name, us(x.CPUPerRequest()), rat, med, rounds,
 				x.RPS(), ms(x.P50), ms(x.P95), us(x.SimCPUPerRequest()), x.Errors)
 		}
 	}
@@ -84,4 +86,16 @@ func renderOverhead(b *strings.Builder, r *overheadReport) {
 		p("| %s | %d | %s | %s | %s | %s | %s | %s |\n", t.Config, t.Requests, scr, exp, bytes, spans, roots, share)
 	}
 	p("\n")
+}
+
+// median of xs, which it does not change; 0 when empty.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
