@@ -103,4 +103,3 @@ func cpuPerOp(b *testing.B, op func()) {
 	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }
-
