@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -161,6 +162,54 @@ func (r *overheadReport) roundRatios(config, q string) []float64 {
 	return out
 }
 
+// ratioInterval is the geometric mean of round ratios and its 95 %
+// interval (Student's t on the logarithms): the rounds are pairs measured
+// one after the other, so this is how sure the run is of a ratio on a
+// machine whose load moves. ok is false with fewer than two rounds.
+func ratioInterval(rr []float64) (mean, lo, hi float64, ok bool) {
+	n := len(rr)
+	if n < 2 {
+		return 0, 0, 0, false
+	}
+	var sum, sq float64
+	for _, x := range rr {
+		sum += math.Log(x)
+	}
+	m := sum / float64(n)
+	for _, x := range rr {
+		sq += (math.Log(x) - m) * (math.Log(x) - m)
+	}
+	half := tQuantile95(n-1) * math.Sqrt(sq/float64(n-1)/float64(n))
+	return math.Exp(m), math.Exp(m - half), math.Exp(m + half), true
+}
+
+// tQuantile95 is Student's t for a two-sided 95 % interval with df degrees
+// of freedom.
+func tQuantile95(df int) float64 {
+	table := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	switch {
+	case df < 1:
+		return math.Inf(1)
+	case df <= len(table):
+		return table[df-1]
+	case df <= 60:
+		return 2.00
+	}
+	return 1.96
+}
+
+// intervalText is a configuration's rounds against off's in words: their
+// geometric mean and its 95 % interval.
+func (r *overheadReport) intervalText(config, q string) string {
+	m, lo, hi, ok := ratioInterval(r.roundRatios(config, q))
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%.3f (%.3f – %.3f)", m, lo, hi)
+}
+
 // overheadGoals computes issue 11's goal line.
 func overheadGoals(r *overheadReport) []goalRow {
 	goal := fmt.Sprintf("CPU per request, trace-1%% ÷ off ≤ %.2f on every query (%s), %d clients", goalTrace1VsOff,
@@ -179,7 +228,11 @@ func overheadGoals(r *overheadReport) []goalRow {
 		} else {
 			mark = " ✗"
 		}
-		parts = append(parts, fmt.Sprintf("%s %.3f%s", qn, x, mark))
+		iv := ""
+		if t := r.intervalText(ovTrace1, qn); t != "" {
+			iv = "; rounds " + t
+		}
+		parts = append(parts, fmt.Sprintf("%s %.3f%s%s", qn, x, iv, mark))
 	}
 	if all == 0 {
 		return []goalRow{notMeasured(goal, "no figures in this run")}
@@ -334,8 +387,8 @@ func runOverhead(ctx context.Context, cfg config, b binaries) (*overheadReport, 
 		for _, r := range merged {
 			x, _ := rep.cpuRatio(r.Contender, qn)
 			rr := rep.roundRatios(r.Contender, qn)
-			logf("%-16s %-10s c=%-3d %8.1f req/s %8.0f CPU-µs/req  ÷ off %.3f, median of rounds %.3f (%s)  p50 %-9v p95 %-9v errors %d",
-				qn, r.Contender, r.Concurrency, r.RPS(), us(r.CPUPerRequest()), x, median(rr), ratioList(rr),
+			logf("%-16s %-10s c=%-3d %8.1f req/s %8.0f CPU-µs/req  ÷ off %.3f, rounds %s, median %.3f (%s)  p50 %-9v p95 %-9v errors %d",
+				qn, r.Contender, r.Concurrency, r.RPS(), us(r.CPUPerRequest()), x, rep.intervalText(r.Contender, qn), median(rr), ratioList(rr),
 				r.P50.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond), r.Errors)
 			if r.Errors > 0 && !cfg.smoke {
 				logf("WARN %s on %s: %d errors, first: %s", qn, r.Contender, r.Errors, r.FirstError)

@@ -42,27 +42,32 @@ func renderOverhead(b *strings.Builder, r *overheadReport) {
 	renderGoalTable(b, r.Goals)
 
 	p("### CPU per request\n\n")
-	p("`÷ off` is the configuration's CPU per request over all its rounds ÷ off's, the figure of the goal; the\n")
-	p("same ratio round by round (each round of a configuration beside off's of the same round, under about the\n")
-	p("same load of the machine) has its median and its range beside it: how far the machine moved the figures.\n\n")
-	p("| query | configuration | CPU-µs/request | ÷ off | median of rounds | rounds, lowest – highest | req/s | p50 | p95 | simulator CPU-µs/request | errors |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("`÷ off` is the configuration's CPU per request over all its rounds ÷ off's, the figure of the goal. The same\n")
+	p("ratio taken round by round (each round of a configuration beside off's of the same round, measured one after\n")
+	p("the other under about the same load of the machine) shows how far the machine moved the figures: the\n")
+	p("rounds' geometric mean with its 95 %% interval (Student's t on the logarithms), their median, and their\n")
+	p("range. A goal verdict whose interval straddles the bound says less than it seems.\n\n")
+	p("| query | configuration | CPU-µs/request | ÷ off | rounds: geometric mean (95 %% interval) | rounds: median | rounds: lowest – highest | req/s | p50 | p95 | simulator CPU-µs/request | errors |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, qn := range r.Queries {
 		for _, c := range r.Configs {
 			x, ok := r.find(c.Name, qn)
 			if !ok {
 				continue
 			}
-			rat, med, rounds := "–", "–", "–"
+			rat, iv, med, rounds := "–", "–", "–", "–"
 			if v, ok := r.cpuRatio(c.Name, qn); ok {
 				rat = fmt.Sprintf("%.3f", v)
 			}
 			if rr := r.roundRatios(c.Name, qn); len(rr) > 0 && c.Name != ovOff {
+				if t := r.intervalText(c.Name, qn); t != "" {
+					iv = t
+				}
 				med = fmt.Sprintf("%.3f", median(rr))
 				rounds = fmt.Sprintf("%.3f – %.3f", slices.Min(rr), slices.Max(rr))
 			}
-			p("| %s | %s | %.0f | %s | %s | %s | %.0f | %s | %s | %.0f | %d |\n", qn, c.Name, us(x.CPUPerRequest()), rat, med, rounds,
-				x.RPS(), ms(x.P50), ms(x.P95), us(x.SimCPUPerRequest()), x.Errors)
+			p("| %s | %s | %.0f | %s | %s | %s | %s | %.0f | %s | %s | %.0f | %d |\n", qn, c.Name, us(x.CPUPerRequest()), rat, iv, med,
+				rounds, x.RPS(), ms(x.P50), ms(x.P95), us(x.SimCPUPerRequest()), x.Errors)
 		}
 	}
 	p("\n### What the telemetry did\n\n")

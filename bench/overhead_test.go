@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -120,9 +121,9 @@ func TestOverheadGoal(t *testing.T) {
 		met    bool
 		want   string
 	}{
-		{[2]float64{1.02, 1.04}, true, "BudgetList 1.030, Dashboard 1.030 (met by 2 of 2)"},
-		{[2]float64{1.05, 1.05}, true, "BudgetList 1.050, Dashboard 1.050 (met by 2 of 2)"},
-		{[2]float64{1.04, 1.08}, false, "BudgetList 1.060 ✗, Dashboard 1.060 ✗ (met by 0 of 2)"},
+		{[2]float64{1.02, 1.04}, true, "BudgetList 1.030; rounds 1.030 (0.910 – 1.165), Dashboard 1.030; rounds 1.030 (0.910 – 1.165) (met by 2 of 2)"},
+		{[2]float64{1.05, 1.05}, true, "BudgetList 1.050; rounds 1.050 (1.050 – 1.050), Dashboard 1.050; rounds 1.050 (1.050 – 1.050) (met by 2 of 2)"},
+		{[2]float64{1.04, 1.08}, false, "BudgetList 1.060; rounds 1.060 (0.834 – 1.347) ✗, Dashboard 1.060; rounds 1.060 (0.834 – 1.347) ✗ (met by 0 of 2)"},
 	} {
 		r := overheadFixture(map[string][2]float64{ovMetrics: {1.01, 1.01}, ovTrace1: tc.trace1, ovTrace100: {1.5, 1.7}})
 		g := overheadGoals(r)
@@ -166,8 +167,8 @@ func TestOverheadSectionRendered(t *testing.T) {
 	for name, r := range map[string]*report{"full": full, "alone": {Overhead: o}} {
 		md := renderReport(r)
 		for _, want := range []string{"## Telemetry overhead (issue 11)",
-			"| CPU per request, trace-1% ÷ off ≤ 1.05 on every query (BudgetList, Dashboard), 50 clients | BudgetList 1.020, Dashboard 1.020 (met by 2 of 2) | met |",
-			"| Dashboard | trace-100% | 1600 | 1.600 | 1.600 | 1.500 – 1.700 |",
+			"| CPU per request, trace-1% ÷ off ≤ 1.05 on every query (BudgetList, Dashboard), 50 clients | BudgetList 1.020; rounds 1.020 (1.020 – 1.020), Dashboard 1.020; rounds 1.020 (1.020 – 1.020) (met by 2 of 2) | met |",
+			"| Dashboard | trace-100% | 1600 | 1.600 | 1.597 (0.721 – 3.537) | 1.600 | 1.500 – 1.700 |",
 			"| trace-1% | 100 | 2 (0) | 1 | 0.00 MiB | 6 | 1 | 0.0100 |"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("%s: the report has no %q", name, want)
@@ -176,5 +177,24 @@ func TestOverheadSectionRendered(t *testing.T) {
 	}
 	if md := renderReport(full); !strings.Contains(md, "(#telemetry-overhead-issue-11)") {
 		t.Error("the goals of issue 13 do not point at the telemetry overhead")
+	}
+}
+
+// The interval of the round ratios: a geometric mean, and an interval that
+// narrows with more rounds alike and widens with rounds that differ.
+func TestRatioInterval(t *testing.T) {
+	if _, _, _, ok := ratioInterval([]float64{1.1}); ok {
+		t.Error("an interval from one round")
+	}
+	m, lo, hi, _ := ratioInterval([]float64{1, 1.21})
+	if math.Abs(m-1.1) > 1e-9 || lo >= m || hi <= m {
+		t.Errorf("1 and 1.21: %v (%v – %v), want 1.1 inside its interval", m, lo, hi)
+	}
+	few := []float64{0.95, 1.05, 1.0, 1.1}
+	many := append(append(append([]float64{}, few...), few...), few...)
+	_, lo1, hi1, _ := ratioInterval(few)
+	_, lo2, hi2, _ := ratioInterval(many)
+	if hi2-lo2 >= hi1-lo1 {
+		t.Errorf("12 rounds give %v – %v, no narrower than 4 rounds' %v – %v", lo2, hi2, lo1, hi1)
 	}
 }
