@@ -48,12 +48,7 @@ func describeMachine(b binaries) machine {
 	if v, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(v))
 	}
-	if v, err := os.ReadFile("/proc/loadavg"); err == nil {
-		f := strings.Fields(string(v))
-		if len(f) >= 3 {
-			m.LoadAvg = strings.Join(f[:3], " ")
-		}
-	}
+	m.LoadAvg = loadAvg()
 	if out, err := exec.Command("node", "--version").Output(); err == nil {
 		m.Node = strings.TrimSpace(string(out))
 	}
