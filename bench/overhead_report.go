@@ -18,15 +18,14 @@ func renderOverhead(b *strings.Builder, r *overheadReport) {
 		p("**Smoke run**: a fraction of a second per configuration; the figures check that the harness works.\n\n")
 	}
 	p("```sh\n%s\n```\n\n", r.Command)
-	p("Run %s – %s (%s); the machine's load average (1, 5, 15 minutes) was %s at the start and %s at\n",
+	p("Run %s – %s (%s); load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n",
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"),
 		r.Finished.Sub(r.Started).Round(time.Second), r.LoadAvgStart, r.LoadAvgEnd)
-	p("the end. The gateway in %d configurations, each a process of its own on one simulator (no added latency), all\n", len(r.Configs))
-	p("started before the first is measured and measured as the throughput runs are: %d clients, %v per\n", r.Clients, r.Duration)
-	p("configuration and query in %d round(s), the\n", r.Rounds)
-	p("configurations taking turns (in reverse order every other round), each round warming up for at least %v.\n", r.Warmup)
-	p("CPU per request is the gateway process's CPU time (user + system, from `/proc`) in the window ÷ the requests\n")
-	p("completed in it. The clients send no `traceparent`, so the sampler decides at the gateway.\n\n")
+	p("The gateway in %d configurations, each a process of its own on one simulator (no added latency), all started\n", len(r.Configs))
+	p("before the first is measured, and measured as the throughput runs are: %d clients, %v per configuration and\n", r.Clients, r.Duration)
+	p("query in %d round(s), the configurations taking turns (in reverse order every other round), each round warming\n", r.Rounds)
+	p("up for at least %v. CPU per request is the gateway process's CPU time (user + system, from `/proc`) in the\n", r.Warmup)
+	p("window ÷ the requests completed in it. The clients send no `traceparent`, so the sampler decides at the gateway.\n\n")
 	p("| configuration | what is on |\n|---|---|\n")
 	for _, c := range r.Configs {
 		p("| %s | %s |\n", c.Name, c.What)
