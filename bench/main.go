@@ -164,8 +164,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.withOverhead, "with-overhead", true, "run the telemetry-overhead benchmark in a full run")
 	fs.IntVar(&c.overheadClients, "overhead-clients", goalClients, "overhead: concurrent clients (smoke mode: 8 unless given)")
 	fs.DurationVar(&c.overheadDuration, "overhead-duration", 32*time.Second, "overhead: measured length of each configuration and query, over all its rounds")
-	fs.IntVar(&c.overheadRounds, "overhead-rounds", 8, "overhead: rounds of each query, the configurations in turn; "+
-		"short rounds pair each configuration with off under the same load of the shared machine")
+	fs.IntVar(&c.overheadRounds, "overhead-rounds", 8, "overhead: rounds of each query, the configurations in a balanced turn, "+
+		"best a multiple of 4; short rounds pair each configuration with off under the same load of the shared machine")
 	fs.DurationVar(&c.overheadScrape, "overhead-scrape", 5*time.Second, "overhead: interval of the scrapes of /metrics")
 	oqs := fs.String("overhead-queries", "BudgetList,Dashboard", "overhead: comma-separated queries to run")
 	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
@@ -659,7 +659,7 @@ func runPhase(ctx context.Context, cfg config, e *env, rep *report, first bool) 
 					cs = append(cs, c)
 				}
 			}
-			merged, _ := inTurns(ctx, cs, cfg.rounds, loadSpec{q: q, concurrency: n, warmup: cfg.warmup,
+			merged, _ := inTurns(ctx, cs, cfg.rounds, reverseEveryOther, loadSpec{q: q, concurrency: n, warmup: cfg.warmup,
 				duration: cfg.duration, latency: e.latency, measureRSS: n == maxConc, simPid: e.sim.pid()}, e.truncateLog)
 			if ctx.Err() != nil {
 				return failures

@@ -5,7 +5,7 @@ package main
 // 100 % sampling exporting over OTLP/HTTP, against everything off. Each
 // configuration is a gateway process of its own on one simulator, and they
 // take turns in rounds as the contenders of the throughput runs do
-// (inTurns).
+// (inTurns), in a balanced order (balancedOrder).
 
 import (
 	"bytes"
@@ -372,7 +372,7 @@ func runOverhead(ctx context.Context, cfg config, b binaries) (*overheadReport, 
 
 	for _, qn := range cfg.overheadQueries {
 		q := queryByName(qn)
-		merged, rounds := inTurns(ctx, contenders, cfg.overheadRounds, loadSpec{q: q, concurrency: cfg.overheadClients,
+		merged, rounds := inTurns(ctx, contenders, cfg.overheadRounds, balancedOrder, loadSpec{q: q, concurrency: cfg.overheadClients,
 			warmup: cfg.warmup, duration: cfg.overheadDuration, simPid: simProc.pid()}, func() { _ = simLog.Truncate(0) })
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -23,9 +23,10 @@ func renderOverhead(b *strings.Builder, r *overheadReport) {
 		r.Finished.Sub(r.Started).Round(time.Second), r.LoadAvgStart, r.LoadAvgEnd)
 	p("The gateway in %d configurations, each a process of its own on one simulator (no added latency), all started\n", len(r.Configs))
 	p("before the first is measured, and measured as the throughput runs are: %d clients, %v per configuration and\n", r.Clients, r.Duration)
-	p("query in %d round(s), the configurations taking turns (in reverse order every other round), each round warming\n", r.Rounds)
-	p("up for at least %v. CPU per request is the gateway process's CPU time (user + system, from `/proc`) in the\n", r.Warmup)
-	p("window ÷ the requests completed in it. The clients send no `traceparent`, so the sampler decides at the gateway.\n\n")
+	p("query in %d round(s), each round warming up for at least %v. The configurations take turns in a balanced\n", r.Rounds, r.Warmup)
+	p("order (a Williams design): over every %d rounds each runs once in each position and once right after each of\n", len(r.Configs))
+	p("the others. CPU per request is the gateway process's CPU time (user + system, from `/proc`) in the window ÷\n")
+	p("the requests completed in it. The clients send no `traceparent`, so the sampler decides at the gateway.\n\n")
 	p("| configuration | what is on |\n|---|---|\n")
 	for _, c := range r.Configs {
 		p("| %s | %s |\n", c.Name, c.What)

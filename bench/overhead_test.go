@@ -198,3 +198,47 @@ func TestRatioInterval(t *testing.T) {
 		t.Errorf("12 rounds give %v – %v, no narrower than 4 rounds' %v – %v", lo2, hi2, lo1, hi1)
 	}
 }
+
+// The overhead's turns are balanced: over n rounds (2n for odd n) each
+// contender runs once in each position and once right after each other one.
+// For two, it is the throughput runs' order, reversed every other round.
+func TestBalancedOrder(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		rows := n
+		if n%2 == 1 {
+			rows = 2 * n
+		}
+		pos := map[[2]int]int{}
+		follows := map[[2]int]int{}
+		for r := range rows {
+			o := balancedOrder(r, n)
+			if s := slices.Sorted(slices.Values(o)); !slices.Equal(s, reverseEveryOther(0, n)) {
+				t.Fatalf("n=%d round %d: %v is not a permutation", n, r, o)
+			}
+			for j, c := range o {
+				pos[[2]int{c, j}]++
+				if j > 0 {
+					follows[[2]int{o[j-1], c}]++
+				}
+			}
+		}
+		for c := range n {
+			for j := range n {
+				if pos[[2]int{c, j}] != rows/n {
+					t.Errorf("n=%d: contender %d in position %d %d times over %d rounds", n, c, j, pos[[2]int{c, j}], rows)
+				}
+				if c != j && follows[[2]int{c, j}] != rows/n {
+					t.Errorf("n=%d: %d right after %d %d times over %d rounds", n, j, c, follows[[2]int{c, j}], rows)
+				}
+			}
+		}
+	}
+	for r := range 4 {
+		if !slices.Equal(balancedOrder(r, 2), reverseEveryOther(r, 2)) {
+			t.Errorf("round %d of two: %v, want %v", r, balancedOrder(r, 2), reverseEveryOther(r, 2))
+		}
+	}
+	if got := reverseEveryOther(1, 4); !slices.Equal(got, []int{3, 2, 1, 0}) {
+		t.Errorf("reverseEveryOther(1, 4) = %v", got)
+	}
+}
