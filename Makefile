@@ -18,7 +18,7 @@ PLAYGROUND_SOURCES := $(PLAYGROUND)/index.html $(PLAYGROUND)/vite.config.js $(PL
 # Flags for `make run`, such as ARGS="-listen :9090".
 ARGS ?=
 
-.PHONY: run test build build-sim deploy-check playground fuzz bench bench-smoke bench-hostile profile frontend-check
+.PHONY: run test build build-sim deploy-check playground fuzz bench bench-smoke bench-hostile bench-overhead profile frontend-check
 
 # How long `make fuzz` runs each fuzz target: a duration, or a number of
 # inputs such as 200000x. CI uses a count: a time limit makes Go's fuzzer
@@ -64,7 +64,8 @@ deploy-check: build-sim
 	go test -count=1 ./deploy
 
 # The benchmarks: the gateway, a direct Go client and GraphQL Mesh on one
-# simulator, written to docs/benchmarks.md (about twenty minutes).
+# simulator, then the telemetry overhead and hostile traffic, written to
+# docs/benchmarks.md (about twenty-five minutes).
 bench: bench/mesh/node_modules/.package-lock.json
 	go run ./bench
 
@@ -79,6 +80,18 @@ bench-smoke: bench/mesh/node_modules/.package-lock.json
 # from docs/benchmarks.json. `make bench` runs it too, at its end.
 bench-hostile:
 	go run ./bench -hostile
+
+# The telemetry-overhead benchmark alone (issue 11): the gateway with its
+# telemetry off, with its metrics on and scraped, and with tracing at 1 % and
+# 100 % sampling to an OTLP/HTTP sink, at 50 clients (about four minutes).
+# Its section of docs/benchmarks.md is replaced; the others are kept from
+# docs/benchmarks.json. `make bench` and `make bench-smoke` run it too.
+# OVERHEAD_ARGS go to the harness, such as
+# OVERHEAD_ARGS="-overhead-duration 60s -overhead-rounds 6".
+OVERHEAD_ARGS ?=
+
+bench-overhead:
+	go run ./bench -overhead $(OVERHEAD_ARGS)
 
 # CPU and allocation profiles of the gateway serving one of the benchmark
 # queries (bench/queries.go) under the harness's load, written to

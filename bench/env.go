@@ -143,17 +143,28 @@ func startSim(ctx context.Context, b binaries, latency time.Duration) (p *proc, 
 // (to /dev/null); the playground is off since nothing here uses it. env and
 // args are added to its environment and flags.
 func startGateway(ctx context.Context, name, bin, simURL string, env []string, args ...string) (*proc, string, error) {
+	return startGatewayAdmin(ctx, name, bin, simURL, "", env, args...)
+}
+
+// startGatewayAdmin is startGateway with the admin listener on admin
+// (-admin-listen; none when empty), where the health endpoints then are.
+func startGatewayAdmin(ctx context.Context, name, bin, simURL, admin string, env []string, args ...string) (*proc, string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
 	args = append([]string{"-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", simURL,
 		"-playground=false", "-cursor-secret", "bench"}, args...)
+	health := fmt.Sprintf("127.0.0.1:%d", port)
+	if admin != "" {
+		args = append(args, "-admin-listen", admin)
+		health = admin
+	}
 	p, err := startProc(name, "", env, nil, bin, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/healthz", port), 200, 30*time.Second); err != nil {
+	if err := waitHTTP(ctx, p, "http://"+health+"/healthz", 200, 30*time.Second); err != nil {
 		p.stop()
 		return nil, "", err
 	}

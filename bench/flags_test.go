@@ -26,3 +26,27 @@ func TestSmokeHasFewClients(t *testing.T) {
 		}
 	}
 }
+
+// The telemetry-overhead benchmark runs at 50 clients for long enough to
+// tell 5 % apart, and for a moment with few clients in a smoke run.
+func TestOverheadFlags(t *testing.T) {
+	c, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.withOverhead || c.overheadOnly || c.overheadClients != 50 || c.overheadRounds < 2 ||
+		!slices.Equal(c.overheadQueries, []string{"BudgetList", "Dashboard"}) {
+		t.Errorf("defaults: with %v, only %v, %d clients, %d rounds, queries %v", c.withOverhead, c.overheadOnly,
+			c.overheadClients, c.overheadRounds, c.overheadQueries)
+	}
+	s, err := parseFlags([]string{"-smoke"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.overheadClients != 8 || s.overheadRounds != 1 || s.overheadDuration >= c.overheadDuration {
+		t.Errorf("smoke: %d clients, %d rounds, %v", s.overheadClients, s.overheadRounds, s.overheadDuration)
+	}
+	if _, err := parseFlags([]string{"-overhead-queries", "Nope"}); err == nil {
+		t.Error("-overhead-queries Nope: no error")
+	}
+}

@@ -223,8 +223,14 @@ func renderGoals(b *strings.Builder, r *report) {
 	p("upstream call: the issue names the Overview and the Dashboard, and the BudgetDetail (two calls, one tier)\n")
 	p("is held to the same goal.\n\n")
 	renderGoalTable(b, goals13(r))
+	if r.Overhead != nil {
+		p("The goal of the telemetry-overhead benchmark (issue 11) is under [Telemetry overhead](#telemetry-overhead-issue-11).\n")
+	}
 	if r.Hostile != nil {
-		p("The goals of the hostile-traffic benchmark (issue 14) are under [Hostile traffic](#hostile-traffic-issue-14).\n\n")
+		p("The goals of the hostile-traffic benchmark (issue 14) are under [Hostile traffic](#hostile-traffic-issue-14).\n")
+	}
+	if r.Overhead != nil || r.Hostile != nil {
+		p("\n")
 	}
 
 	p("### CPU per request at %d clients\n\n", n)

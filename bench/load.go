@@ -370,6 +370,85 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 	return res, latencies
 }
 
+// inTurns measures spec on each of the contenders in rounds, the contenders
+// taking turns in the order that order gives each round, so that a passing
+// disturbance of the shared machine, or going first, weighs on no contender
+// alone. spec.duration is the measured length of each contender over all
+// its rounds; between, when not nil, is called after each run. It returns
+// each contender's rounds merged, in the order of contenders, and each one's
+// rounds by name; nothing when ctx ends first.
+func inTurns(ctx context.Context, contenders []contender, rounds int, order turnOrder, spec loadSpec, between func()) ([]result, map[string][]result) {
+	perRound := map[string][]result{}
+	samples := map[string][][]time.Duration{}
+	spec.duration /= time.Duration(rounds)
+	for round := range rounds {
+		for _, i := range order(round, len(contenders)) {
+			c := contenders[i]
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			r, lat := runLoad(ctx, c, spec)
+			if between != nil {
+				between()
+			}
+			perRound[c.name()] = append(perRound[c.name()], r)
+			samples[c.name()] = append(samples[c.name()], lat)
+		}
+	}
+	var merged []result
+	for _, c := range contenders {
+		if len(perRound[c.name()]) > 0 {
+			merged = append(merged, merge(perRound[c.name()], samples[c.name()]))
+		}
+	}
+	return merged, perRound
+}
+
+// turnOrder is the order in which n contenders run a round: a permutation
+// of 0 … n-1.
+type turnOrder func(round, n int) []int
+
+// reverseEveryOther is the contenders in their order, reversed every other
+// round: for two contenders, each goes first as often, and each pair of
+// rounds cancels a steady drift of the machine.
+func reverseEveryOther(round, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+		if round%2 == 1 {
+			out[i] = n - 1 - i
+		}
+	}
+	return out
+}
+
+// balancedOrder is a Williams design: over every n rounds (2n when n is
+// odd) each contender runs once in each position, and once right after each
+// other contender. With more than two contenders, reversing every other
+// round leaves the middle ones never first or last, and always after the
+// same neighbours; this does not.
+func balancedOrder(round, n int) []int {
+	// The first row: 0, 1, n-1, 2, n-2, …; row r adds r to each, modulo n;
+	// for odd n the next n rows are the first n reversed.
+	first := make([]int, n)
+	for j, lo, hi := 0, 0, n-1; j < n; j++ {
+		if j%2 == 0 {
+			first[j], lo = lo, lo+1
+		} else {
+			first[j], hi = hi, hi-1
+		}
+	}
+	out := make([]int, n)
+	r := round % n
+	for j := range out {
+		out[j] = (first[j] + r) % n
+	}
+	if n%2 == 1 && round%(2*n) >= n {
+		slices.Reverse(out)
+	}
+	return out
+}
+
 // merge adds up the rounds of one configuration: requests, errors, window
 // and CPU times add up, the latencies are pooled, the peak is the highest.
 func merge(rounds []result, samples [][]time.Duration) result {

@@ -9,6 +9,7 @@
 //	go run ./bench               # the full run, about twenty minutes
 //	go run ./bench -smoke        # every configuration for about a second; CI
 //	go run ./bench -hostile      # the hostile-traffic benchmark alone (hostile.go)
+//	go run ./bench -overhead     # the telemetry-overhead benchmark alone (overhead.go)
 //	go run ./bench -profile Q    # CPU and allocation profiles of the gateway serving Q (profile.go)
 //
 // It builds the gateway and cmd/costsim, starts them on loopback ports, seeds
@@ -16,8 +17,9 @@
 // starts Mesh over upstream/openapi.yaml, checks that all give the same
 // answers, counts the upstream calls of each query, then runs every query at
 // each concurrency, one contender after the other, reading each one's CPU
-// time and memory from /proc. Each run is bounded in time and everything it
-// started is stopped at the end.
+// time and memory from /proc; then the gateway with its telemetry off and on
+// (overhead.go). Each run is bounded in time and everything it started is
+// stopped at the end.
 package main
 
 import (
@@ -67,6 +69,9 @@ type config struct {
 	profileDir      string
 	profileClients  int
 	profileDuration time.Duration
+	// profileTelemetry names the telemetry configuration of the profiled
+	// gateway (overheadConfigs), off by default.
+	profileTelemetry string
 
 	// The hostile-traffic benchmark (hostile.go).
 	hostileOnly           bool
@@ -80,6 +85,15 @@ type config struct {
 	hostileRSSCapMiB      int
 	randomDocs            int
 	hostileShapes         []string
+
+	// The telemetry-overhead benchmark (overhead.go).
+	overheadOnly     bool
+	withOverhead     bool
+	overheadClients  int
+	overheadDuration time.Duration
+	overheadRounds   int
+	overheadScrape   time.Duration
+	overheadQueries  []string
 
 	// serveFloor, when set, makes this program the floor (floor.go) on
 	// this address instead of the harness; the harness starts it so.
@@ -130,6 +144,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.profileDir, "profile-dir", filepath.Join("bench", "profiles"), "with -profile: the profiles go to a `directory` named after the query in it")
 	fs.IntVar(&c.profileClients, "profile-clients", 50, "with -profile: concurrent clients")
 	fs.DurationVar(&c.profileDuration, "profile-duration", 10*time.Second, "with -profile: how long the profiles cover")
+	fs.StringVar(&c.profileTelemetry, "profile-telemetry", ovOff, "with -profile: the gateway's telemetry, as in the telemetry-overhead benchmark: "+
+		"off, metrics, trace-1% or trace-100%")
 	fs.BoolVar(&c.hostileOnly, "hostile", false, "run only the hostile-traffic benchmark; its section replaces the one of the report "+
 		"of -out, whose other sections are rendered again from -json when it exists")
 	fs.BoolVar(&c.withHostile, "with-hostile", true, "end a full run with the hostile-traffic benchmark")
@@ -143,6 +159,15 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.hostileRSSCapMiB, "hostile-rss-cap", 2048, "hostile: MiB of RSS at which the harness kills the gateway (0: no cap)")
 	fs.IntVar(&c.randomDocs, "random-docs", 512, "hostile: random documents generated (from a fixed seed) and sent in turn")
 	hshapes := fs.String("hostile-shapes", "", "hostile: comma-separated shapes to send (default all)")
+	fs.BoolVar(&c.overheadOnly, "overhead", false, "run only the telemetry-overhead benchmark; its section replaces the one of the report "+
+		"of -out, whose other sections are rendered again from -json when it exists")
+	fs.BoolVar(&c.withOverhead, "with-overhead", true, "run the telemetry-overhead benchmark in a full run")
+	fs.IntVar(&c.overheadClients, "overhead-clients", goalClients, "overhead: concurrent clients (smoke mode: 8 unless given)")
+	fs.DurationVar(&c.overheadDuration, "overhead-duration", 32*time.Second, "overhead: measured length of each configuration and query, over all its rounds")
+	fs.IntVar(&c.overheadRounds, "overhead-rounds", 8, "overhead: rounds of each query, the configurations in a balanced turn, "+
+		"best a multiple of 4; short rounds pair each configuration with off under the same load of the shared machine")
+	fs.DurationVar(&c.overheadScrape, "overhead-scrape", 5*time.Second, "overhead: interval of the scrapes of /metrics")
+	oqs := fs.String("overhead-queries", "BudgetList,Dashboard", "overhead: comma-separated queries to run")
 	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
 	fs.StringVar(&c.serveFloor, "serve-floor", "", "serve the extra-hop floor on this `address` instead of benchmarking (the harness starts it so)")
 	fs.StringVar(&c.floorUpstream, "floor-upstream", "", "with -serve-floor: the simulator's base `URL`")
@@ -184,14 +209,26 @@ func parseFlags(args []string) (config, error) {
 	if *qs != "" {
 		for _, s := range strings.Split(*qs, ",") {
 			s = strings.TrimSpace(s)
-			if !slices.ContainsFunc(queries, func(q query) bool { return q.Name == s }) {
+			if queryByName(s) == nil {
 				return c, fmt.Errorf("-queries: unknown query %q", s)
 			}
 			c.queries = append(c.queries, s)
 		}
 	}
+	for _, s := range strings.Split(*oqs, ",") {
+		s = strings.TrimSpace(s)
+		if queryByName(s) == nil {
+			return c, fmt.Errorf("-overhead-queries: unknown query %q", s)
+		}
+		c.overheadQueries = append(c.overheadQueries, s)
+	}
 	if c.smoke {
 		c.warmup, c.duration, c.benchtime, c.rounds = 200*time.Millisecond, 800*time.Millisecond, "1x", 1
+		// Every telemetry configuration on each query for a moment.
+		c.overheadDuration, c.overheadRounds = 300*time.Millisecond, 1
+		if !set["overhead-clients"] {
+			c.overheadClients = 8
+		}
 		// About a second of hostile traffic: the quiet runs and every shape
 		// at once, no shape alone, and a lower cap on the gateway's memory.
 		for name, apply := range map[string]func(){
@@ -229,12 +266,20 @@ func parseFlags(args []string) (config, error) {
 		if queryByName(c.profile) == nil {
 			return c, fmt.Errorf("-profile: unknown query %q", c.profile)
 		}
+		if overheadConfigByName(c.profileTelemetry) == nil {
+			return c, fmt.Errorf("-profile-telemetry: unknown configuration %q", c.profileTelemetry)
+		}
 		if c.profileClients < 1 || c.profileClients > 1000 || c.profileDuration <= 0 || c.profileDuration > 10*time.Minute {
 			return c, errors.New("-profile-clients must be from 1 to 1000, -profile-duration positive and at most 10m")
 		}
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.duration > 10*time.Minute || c.rounds < 1 || c.rounds > 10 {
 		return c, errors.New("-duration must be positive and at most 10m, -warmup not negative, -rounds from 1 to 10")
+	}
+	if c.overheadClients < 1 || c.overheadClients > 1000 || c.overheadDuration <= 0 || c.overheadDuration > 30*time.Minute ||
+		c.overheadRounds < 1 || c.overheadRounds > 100 || c.overheadScrape <= 0 {
+		return c, errors.New("-overhead-clients must be from 1 to 1000, -overhead-duration positive and at most 30m, " +
+			"-overhead-rounds from 1 to 100, -overhead-scrape positive")
 	}
 	return c, nil
 }
@@ -280,6 +325,8 @@ type report struct {
 	Goals []goalRow `json:"goals"`
 	// Hostile is the hostile-traffic benchmark, when it ran.
 	Hostile *hostileReport `json:"hostile,omitempty"`
+	// Overhead is the telemetry-overhead benchmark, when it ran.
+	Overhead *overheadReport `json:"overhead,omitempty"`
 }
 
 // callCount is the upstream calls one contender made for one query.
@@ -304,6 +351,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cfg.hostileOnly {
 		return runHostileOnly(ctx, cfg)
+	}
+	if cfg.overheadOnly {
+		return runOverheadOnly(ctx, cfg)
 	}
 	if cfg.render != "" {
 		b, err := os.ReadFile(cfg.render)
@@ -383,6 +433,17 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 
+	if cfg.withOverhead && ctx.Err() == nil {
+		logf("telemetry overhead: the gateway with its telemetry off and on, %d clients", cfg.overheadClients)
+		o, err := runOverhead(ctx, cfg, b)
+		if err != nil {
+			failures = append(failures, "telemetry overhead: "+err.Error())
+		}
+		if o != nil {
+			failures = append(failures, overheadProblems(o)...)
+		}
+		rep.Overhead = o
+	}
 	if cfg.allocs {
 		logf("in-process allocation benchmarks (go test -bench BenchmarkQuery -benchmem ./bench)")
 		allocs, err := runAllocBenchmarks(ctx, cfg)
@@ -414,47 +475,80 @@ func run(ctx context.Context, cfg config) error {
 	return nil
 }
 
-// runHostileOnly runs the hostile-traffic benchmark alone. Its section
-// replaces the one of the report of an earlier run (read from cfg.jsonOut),
-// whose other sections are kept; without one, the report has that section
-// only. A smoke run writes a temporary file and keeps the report as it is.
+// runHostileOnly runs the hostile-traffic benchmark alone (runSectionOnly).
 func runHostileOnly(ctx context.Context, cfg config) error {
+	return runSectionOnly(ctx, cfg, func(b binaries, rep *report) ([]string, error) {
+		logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
+		h, err := runHostile(ctx, cfg, b)
+		if err != nil {
+			return nil, err
+		}
+		rep.Hostile = h
+		return hostileProblems(h), nil
+	})
+}
+
+// runOverheadOnly runs the telemetry-overhead benchmark alone (runSectionOnly).
+func runOverheadOnly(ctx context.Context, cfg config) error {
+	return runSectionOnly(ctx, cfg, func(b binaries, rep *report) ([]string, error) {
+		logf("telemetry overhead: the gateway with its telemetry off and on, %d clients", cfg.overheadClients)
+		o, err := runOverhead(ctx, cfg, b)
+		if err != nil {
+			return nil, err
+		}
+		rep.Overhead = o
+		return overheadProblems(o), nil
+	})
+}
+
+// runSectionOnly builds the gateway and cmd/costsim and runs one section of
+// the report alone; run puts it in rep and returns what went wrong. The
+// section replaces its own in the report of an earlier run, read from
+// cfg.jsonOut, whose other sections are kept; without one, the report has
+// that section only. A smoke run writes a temporary file and keeps the
+// report as it is.
+func runSectionOnly(ctx context.Context, cfg config, run func(b binaries, rep *report) ([]string, error)) error {
 	dir, err := os.MkdirTemp("", "costgw-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	b := binaries{dir: dir, gateway: filepath.Join(dir, "costgw"), costsim: filepath.Join(dir, "costsim")}
+	rep := &report{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke}
+	earlier := false
+	if cfg.jsonOut != "" && !cfg.smoke {
+		if old, err := os.ReadFile(cfg.jsonOut); err == nil {
+			var r report
+			if err := json.Unmarshal(old, &r); err != nil {
+				return fmt.Errorf("%s: %w", cfg.jsonOut, err)
+			}
+			for i := range r.Results {
+				r.Results[i].derive()
+			}
+			rep, earlier = &r, true
+			logf("the other sections are kept from %s (%s)", cfg.jsonOut, rep.Command)
+		}
+	}
 	logf("building the gateway and cmd/costsim")
 	for _, bin := range [][2]string{{b.gateway, "."}, {b.costsim, "./cmd/costsim"}} {
 		if err := goBuild(ctx, bin[0], bin[1], ""); err != nil {
 			return err
 		}
 	}
-	logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
-	h, err := runHostile(ctx, cfg, b)
+	if !earlier {
+		rep.Machine = describeMachine(b)
+	}
+	problems, err := run(b, rep)
 	if err != nil {
 		return err
 	}
-	rep := &report{Started: h.Started, Finished: h.Finished, Command: h.Command, Smoke: cfg.smoke, Machine: describeMachine(b)}
-	if cfg.jsonOut != "" && !cfg.smoke {
-		if old, err := os.ReadFile(cfg.jsonOut); err == nil {
-			var earlier report
-			if err := json.Unmarshal(old, &earlier); err != nil {
-				return fmt.Errorf("%s: %w", cfg.jsonOut, err)
-			}
-			for i := range earlier.Results {
-				earlier.Results[i].derive()
-			}
-			rep = &earlier
-			logf("the other sections are kept from %s (%s)", cfg.jsonOut, rep.Command)
-		}
+	if !earlier {
+		rep.Finished = time.Now()
 	}
-	rep.Hostile = h
 	if err := writeReport(cfg, rep); err != nil {
 		return err
 	}
-	if problems := hostileProblems(h); len(problems) > 0 {
+	if len(problems) > 0 {
 		return fmt.Errorf("%d problem(s):\n  %s", len(problems), strings.Join(problems, "\n  "))
 	}
 	return nil
@@ -559,43 +653,24 @@ func runPhase(ctx context.Context, cfg config, e *env, rep *report, first bool) 
 	maxConc := slices.Max(cfg.concurrency)
 	for _, q := range qs {
 		for _, n := range concs {
-			// Each configuration runs in rounds, the contenders in turn and in
-			// reverse order every other round, so that a passing disturbance
-			// of the shared machine, or going first, weighs on no contender
-			// alone.
-			rounds := map[string][]result{}
-			samples := map[string][][]time.Duration{}
-			for round := range cfg.rounds {
-				order := slices.Clone(e.contenders)
-				if round%2 == 1 {
-					slices.Reverse(order)
-				}
-				for _, c := range order {
-					if !usable[q.Name+"/"+c.name()] {
-						continue
-					}
-					if ctx.Err() != nil {
-						return failures
-					}
-					r, lat := runLoad(ctx, c, loadSpec{q: q, concurrency: n, warmup: cfg.warmup,
-						duration: cfg.duration / time.Duration(cfg.rounds), latency: e.latency,
-						measureRSS: n == maxConc, simPid: e.sim.pid()})
-					e.truncateLog()
-					rounds[c.name()] = append(rounds[c.name()], r)
-					samples[c.name()] = append(samples[c.name()], lat)
+			var cs []contender
+			for _, c := range e.contenders {
+				if usable[q.Name+"/"+c.name()] {
+					cs = append(cs, c)
 				}
 			}
-			for _, c := range e.contenders {
-				if len(rounds[c.name()]) == 0 {
-					continue
-				}
-				r := merge(rounds[c.name()], samples[c.name()])
+			merged, _ := inTurns(ctx, cs, cfg.rounds, reverseEveryOther, loadSpec{q: q, concurrency: n, warmup: cfg.warmup,
+				duration: cfg.duration, latency: e.latency, measureRSS: n == maxConc, simPid: e.sim.pid()}, e.truncateLog)
+			if ctx.Err() != nil {
+				return failures
+			}
+			for _, r := range merged {
 				rep.Results = append(rep.Results, r)
 				logf("%-16s %-8s latency %-5v c=%-3d %8.1f req/s %9.1f req/CPU-s  p50 %-9v p95 %-9v p99 %-9v errors %d",
-					q.Name, c.name(), e.latency, n, r.RPS(), r.PerCPU(), r.P50.Round(10*time.Microsecond),
+					q.Name, r.Contender, e.latency, n, r.RPS(), r.PerCPU(), r.P50.Round(10*time.Microsecond),
 					r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Errors)
 				if r.Errors > 0 {
-					msg := fmt.Sprintf("%s on %s at c=%d, latency %v: %d errors, first: %s", q.Name, c.name(), n, e.latency, r.Errors, r.FirstError)
+					msg := fmt.Sprintf("%s on %s at c=%d, latency %v: %d errors, first: %s", q.Name, r.Contender, n, e.latency, r.Errors, r.FirstError)
 					if cfg.smoke {
 						fail("%s", msg)
 					} else {
@@ -606,7 +681,7 @@ func runPhase(ctx context.Context, cfg config, e *env, rep *report, first bool) 
 					// At concurrency 1 nothing may keep a request from ending in
 					// the window; at higher ones a short window may see none end.
 					if n == 1 || !cfg.smoke {
-						fail("%s on %s at c=%d: no request completed in the window", q.Name, c.name(), n)
+						fail("%s on %s at c=%d: no request completed in the window", q.Name, r.Contender, n)
 					}
 				}
 			}

@@ -77,6 +77,10 @@ func buildProfiledGateway(ctx context.Context, tmp, out string) error {
 func runProfile(ctx context.Context, cfg config) error {
 	q := queryByName(cfg.profile)
 	dir := filepath.Join(cfg.profileDir, q.Name)
+	oc := overheadConfigByName(cfg.profileTelemetry)
+	if oc.Name != ovOff {
+		dir += "-" + oc.Name
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -115,11 +119,35 @@ func runProfile(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	gw, url, err := startGateway(ctx, "gateway", b.gateway, simURL, []string{profilehook.Env + "=" + absDir})
+	// The telemetry of the overhead benchmark's configuration: a sink for
+	// its traces, a scraper of its metrics.
+	sinkURL, admin := "", ""
+	if oc.Sampler != "" {
+		sink, err := startSink()
+		if err != nil {
+			return err
+		}
+		defer sink.close()
+		sinkURL = sink.url
+	}
+	if oc.Metrics {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		admin = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	gw, url, err := startGatewayAdmin(ctx, "gateway", b.gateway, simURL, admin,
+		append(oc.env(sinkURL), profilehook.Env+"="+absDir))
 	if err != nil {
 		return err
 	}
 	defer gw.stop()
+	if admin != "" {
+		sctx, stop := context.WithCancel(ctx)
+		scr := scrape(sctx, "http://"+admin+"/metrics", cfg.overheadScrape)
+		defer func() { stop(); <-scr.done }()
+	}
 	c, err := newGraphQL(nameGateway, url, gw.pid(), false, fx)
 	if err != nil {
 		return err
@@ -134,7 +162,7 @@ func runProfile(ctx context.Context, cfg config) error {
 			}
 		}
 	}
-	logf("profiling the gateway: %s, %d clients, %v measured after at least %v of warm-up", q.Name,
+	logf("profiling the gateway (telemetry %s): %s, %d clients, %v measured after at least %v of warm-up", oc.Name, q.Name,
 		cfg.profileClients, cfg.profileDuration, cfg.warmup)
 	res, _ := runLoad(ctx, c, loadSpec{q: q, concurrency: cfg.profileClients, warmup: cfg.warmup,
 		duration: cfg.profileDuration, latency: lat, simPid: sim.pid(),

@@ -48,12 +48,7 @@ func describeMachine(b binaries) machine {
 	if v, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(v))
 	}
-	if v, err := os.ReadFile("/proc/loadavg"); err == nil {
-		f := strings.Fields(string(v))
-		if len(f) >= 3 {
-			m.LoadAvg = strings.Join(f[:3], " ")
-		}
-	}
+	m.LoadAvg = loadAvg()
 	if out, err := exec.Command("node", "--version").Output(); err == nil {
 		m.Node = strings.TrimSpace(string(out))
 	}
@@ -141,8 +136,16 @@ func renderReport(r *report) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	if len(r.Latencies) == 0 {
-		// The hostile-traffic benchmark alone (-hostile without an earlier run).
-		p("# Benchmarks\n\nOnly the hostile-traffic benchmark has run; `go run ./bench` runs the others.\n\n")
+		// A section alone (-hostile or -overhead without an earlier run).
+		var ran []string
+		if r.Overhead != nil {
+			ran = append(ran, "the telemetry-overhead benchmark")
+		}
+		if r.Hostile != nil {
+			ran = append(ran, "the hostile-traffic benchmark")
+		}
+		p("# Benchmarks\n\nOnly %s has run; `go run ./bench` runs the others.\n\n", strings.Join(ran, " and "))
+		renderOverhead(&b, r.Overhead)
 		renderHostile(&b, r.Hostile)
 		return b.String()
 	}
@@ -194,6 +197,7 @@ func renderReport(r *report) string {
 	renderThroughput(&b, r, throughputLat)
 	renderMemory(&b, r)
 	renderBaseline(&b, r)
+	renderOverhead(&b, r.Overhead)
 	renderHostile(&b, r.Hostile)
 
 	if notes, err := os.ReadFile(filepath.Join("bench", "NOTES.md")); err == nil {

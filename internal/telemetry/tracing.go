@@ -225,41 +225,59 @@ func (t *Tracing) StartOperation(ctx context.Context) (context.Context, Operatio
 	if !t.Enabled() {
 		return ctx, Operation{}
 	}
-	ctx, span := t.tracer.Start(ctx, "graphql", trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := t.tracer.Start(ctx, "graphql", internalKind...)
 	return ctx, Operation{span}
 }
 
-// End ends the operation's span with what the request came to.
+// The options of the spans' starts, made once rather than for every span.
+var (
+	internalKind = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	clientKind   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
+
+// End ends the operation's span with what the request came to. A span that
+// records nothing (not sampled) gets no name or attribute: building them
+// would be work for nothing on most requests.
 func (o Operation) End(name, typ, code string, estimated int, calls int64) {
 	if o.span == nil {
 		return
 	}
-	if typ == "" {
-		typ = "unknown"
-	}
-	o.span.SetName(typ + " " + name)
-	o.span.SetAttributes(
-		attribute.String("graphql.operation.name", name),
-		attribute.String("graphql.operation.type", typ),
-		attribute.Int("costgw.upstream_calls.estimated", estimated),
-		attribute.Int64("costgw.upstream_calls", calls),
-		attribute.String("costgw.code", code))
-	if code != "OK" && code != "" {
-		o.span.SetStatus(codes.Error, code)
+	if o.span.IsRecording() {
+		if typ == "" {
+			typ = "unknown"
+		}
+		o.span.SetName(typ + " " + name)
+		o.span.SetAttributes(
+			attribute.String("graphql.operation.name", name),
+			attribute.String("graphql.operation.type", typ),
+			attribute.Int("costgw.upstream_calls.estimated", estimated),
+			attribute.Int64("costgw.upstream_calls", calls),
+			attribute.String("costgw.code", code))
+		if code != "OK" && code != "" {
+			o.span.SetStatus(codes.Error, code)
+		}
 	}
 	o.span.End()
 }
 
 // Upstream starts the client span of one upstream call attempt, as the
 // upstream client's observer: the returned context carries it to the
-// request, whose traceparent the transport (Transport) sets.
+// request, whose traceparent the transport (Transport) sets. The func it
+// returns ends the span with the attempt's result; it is nil when the span
+// records nothing (not sampled), which then needs no ending, and gets no
+// attribute: its context is all that matters, for the traceparent. (The
+// attributes are set just after the span starts, so a sampler does not see
+// them; none of those OTEL_TRACES_SAMPLER names looks at attributes.)
 func (t *Tracing) Upstream(ctx context.Context, a upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
-	ctx, span := t.tracer.Start(ctx, a.Method+" "+a.Route, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("http.request.method", a.Method),
-			attribute.String("url.template", a.Route),
-			attribute.String("costgw.upstream.operation", a.Op),
-			attribute.Int("http.request.resend_count", a.Number-1)))
+	ctx, span := t.tracer.Start(ctx, a.Method+" "+a.Route, clientKind...)
+	if !span.IsRecording() {
+		return ctx, nil
+	}
+	span.SetAttributes(
+		attribute.String("http.request.method", a.Method),
+		attribute.String("url.template", a.Route),
+		attribute.String("costgw.upstream.operation", a.Op),
+		attribute.Int("http.request.resend_count", a.Number-1))
 	return ctx, func(r upstream.AttemptResult) {
 		if r.Status != 0 {
 			span.SetAttributes(attribute.Int("http.response.status_code", r.Status))
@@ -291,8 +309,18 @@ type injector struct {
 
 func (i injector) RoundTrip(r *http.Request) (*http.Response, error) {
 	if trace.SpanContextFromContext(r.Context()).IsValid() {
-		r = r.Clone(r.Context()) // a RoundTripper must not change its caller's request
-		i.prop.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+		// A RoundTripper must not change its caller's request: the headers go
+		// on a shallow copy with a header map of its own. Its values are the
+		// caller's slices, which nothing changes: injecting only sets keys
+		// of its own, each to a new slice. (Request.Clone would copy every
+		// value, the URL and more, for every upstream call, sampled or not.)
+		h := make(http.Header, len(r.Header)+2)
+		for k, v := range r.Header {
+			h[k] = v
+		}
+		r = r.WithContext(r.Context())
+		r.Header = h
+		i.prop.Inject(r.Context(), propagation.HeaderCarrier(h))
 	}
 	return i.next.RoundTrip(r)
 }

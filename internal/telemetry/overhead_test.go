@@ -1,0 +1,146 @@
+package telemetry
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/costgw/gateway/upstream"
+)
+
+// captureRT records the request it is given.
+type captureRT struct{ got *http.Request }
+
+func (c *captureRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.got = r
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+}
+
+// serveOne serves one request through t's middleware, as the server does:
+// the operation's span, one upstream attempt through t's transport. It
+// returns the request the upstream got, the one the caller made, and the
+// span context of the attempt.
+func serveOne(t *testing.T, tr *Tracing) (sent, made *http.Request, attempt trace.SpanContext, ended bool) {
+	t.Helper()
+	rt := &captureRT{}
+	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, op := tr.StartOperation(r.Context())
+		actx, done := tr.Upstream(ctx, upstream.Attempt{Op: "listBudgets", Method: http.MethodGet, Route: "/v1/budgets", Number: 2})
+		attempt = trace.SpanContextFromContext(actx)
+		made, _ = http.NewRequestWithContext(actx, http.MethodGet, "http://upstream.test/v1/budgets?limit=5", nil)
+		made.Header.Set("Authorization", "Bearer key")
+		made.Header.Set("Accept", "application/json")
+		if _, err := tr.Transport(rt).RoundTrip(made); err != nil {
+			t.Error(err)
+		}
+		if done != nil {
+			ended = true
+			done(upstream.AttemptResult{Status: http.StatusServiceUnavailable, RequestID: "req_9", Class: upstream.ClassServerError})
+		}
+		op.End("BudgetList", "query", "UPSTREAM_UNAVAILABLE", 1, 2)
+		w.WriteHeader(http.StatusOK)
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader("{}")))
+	return rt.got, made, attempt, ended
+}
+
+// A request that is not sampled records nothing, yet the upstream still
+// gets its traceparent, flagged not sampled, on a request of the
+// transport's own: the caller's is left as it was.
+func TestUnsampledRequestsPropagate(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	sent, made, attempt, ended := serveOne(t, TracingTo(exp, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("%d spans exported, want none", n)
+	}
+	if ended {
+		t.Error("the attempt of an unsampled request has a func to end its span")
+	}
+	if !attempt.IsValid() || attempt.IsSampled() {
+		t.Fatalf("the attempt's span context %v: want valid and not sampled", attempt)
+	}
+	want := "00-" + attempt.TraceID().String() + "-" + attempt.SpanID().String() + "-00"
+	if got := sent.Header.Get("Traceparent"); got != want {
+		t.Errorf("traceparent %q, want %q", got, want)
+	}
+	if sent == made {
+		t.Fatal("the transport changed the caller's request")
+	}
+	if made.Header.Get("Traceparent") != "" || len(made.Header) != 2 {
+		t.Errorf("the caller's headers became %v", made.Header)
+	}
+	for _, k := range []string{"Authorization", "Accept"} {
+		if sent.Header.Get(k) != made.Header.Get(k) {
+			t.Errorf("%s: sent %q, made %q", k, sent.Header.Get(k), made.Header.Get(k))
+		}
+	}
+	if sent.URL.String() != made.URL.String() || sent.Context() != made.Context() {
+		t.Error("the request sent is not the caller's, but for its headers")
+	}
+}
+
+// A sampled request's spans carry every attribute, whatever the unsampled
+// ones are spared.
+func TestSampledSpansKeepTheirAttributes(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	sent, _, attempt, ended := serveOne(t, TracingTo(exp, sdktrace.AlwaysSample()))
+	if !ended {
+		t.Error("no func to end the attempt's span")
+	}
+	want := "00-" + attempt.TraceID().String() + "-" + attempt.SpanID().String() + "-01"
+	if got := sent.Header.Get("Traceparent"); got != want {
+		t.Errorf("traceparent %q, want %q", got, want)
+	}
+	spans := map[string]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		spans[s.Name] = s
+	}
+	if len(spans) != 3 {
+		t.Fatalf("spans %v, want the server's, the operation's and the attempt's", exp.GetSpans().Snapshots())
+	}
+	check := func(name string, kind trace.SpanKind, want map[attribute.Key]attribute.Value) {
+		s, ok := spans[name]
+		if !ok {
+			t.Errorf("no span %q", name)
+			return
+		}
+		if s.SpanKind != kind {
+			t.Errorf("%s: kind %v, want %v", name, s.SpanKind, kind)
+		}
+		got := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes {
+			got[kv.Key] = kv.Value
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %v, want %v", name, k, got[k].Emit(), v.Emit())
+			}
+		}
+	}
+	check("GET /v1/budgets", trace.SpanKindClient, map[attribute.Key]attribute.Value{
+		"http.request.method": attribute.StringValue("GET"), "url.template": attribute.StringValue("/v1/budgets"),
+		"costgw.upstream.operation": attribute.StringValue("listBudgets"), "http.request.resend_count": attribute.IntValue(1),
+		"http.response.status_code": attribute.IntValue(503), "costgw.upstream.request_id": attribute.StringValue("req_9"),
+		"error.type": attribute.StringValue(string(upstream.ClassServerError)),
+	})
+	check("query BudgetList", trace.SpanKindInternal, map[attribute.Key]attribute.Value{
+		"graphql.operation.name": attribute.StringValue("BudgetList"), "graphql.operation.type": attribute.StringValue("query"),
+		"costgw.upstream_calls.estimated": attribute.IntValue(1), "costgw.upstream_calls": attribute.Int64Value(2),
+		"costgw.code": attribute.StringValue("UPSTREAM_UNAVAILABLE"),
+	})
+	check("POST /graphql", trace.SpanKindServer, map[attribute.Key]attribute.Value{
+		"http.request.method": attribute.StringValue("POST"), "http.response.status_code": attribute.IntValue(200),
+	})
+	if s := spans["GET /v1/budgets"]; s.SpanContext.SpanID() != attempt.SpanID() {
+		t.Error("the traceparent sent is not the attempt's span")
+	}
+	if s := spans["query BudgetList"]; s.Status.Code.String() != "Error" || s.Status.Description != "UPSTREAM_UNAVAILABLE" {
+		t.Errorf("the operation's status %+v, want Error UPSTREAM_UNAVAILABLE", s.Status)
+	}
+}
