@@ -14,6 +14,7 @@ import (
 
 	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/internal/introspection"
 	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/internal/testlog"
 	"github.com/costgw/gateway/upstream/sim"
@@ -124,7 +125,7 @@ func TestQuadraticValidationIsRefusedFirst(t *testing.T) {
 		})
 	}
 	// The largest document a tool sends passes with room to spare.
-	r := e.post(t, queryBody(introspectionQuery), "Authorization", "Bearer "+sim.DemoKey)
+	r := e.post(t, queryBody(introspection.Query), "Authorization", "Bearer "+sim.DemoKey)
 	if len(r.Errors) > 0 {
 		t.Errorf("GraphiQL's introspection query: %s", r.raw)
 	}
@@ -174,33 +175,6 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 		})
 	}
 }
-
-// introspectionQuery is GraphiQL's, as graphql-js writes it with every
-// option on.
-const introspectionQuery = `query IntrospectionQuery {
-  __schema {
-    description
-    queryType { name kind }
-    mutationType { name kind }
-    subscriptionType { name kind }
-    types { ...FullType }
-    directives { name description isRepeatable locations args(includeDeprecated: true) { ...InputValue } }
-  }
-}
-fragment FullType on __Type {
-  kind name description specifiedByURL isOneOf
-  fields(includeDeprecated: true) { name description args(includeDeprecated: true) { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
-  inputFields(includeDeprecated: true) { ...InputValue }
-  interfaces { ...TypeRef }
-  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
-  possibleTypes { ...TypeRef }
-}
-fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue isDeprecated deprecationReason }
-fragment TypeRef on __Type {
-  kind name
-  ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
-  ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }
-}`
 
 // What the endpoint cannot serve gets the GraphQL error shape with a code,
 // a JSON media type and the right status, and never the request back.

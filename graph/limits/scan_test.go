@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/lexer"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/costgw/gateway/graph/internal/introspection"
 	"github.com/costgw/gateway/graph/limits"
 )
 
@@ -173,7 +174,7 @@ var scanSeeds = []string{
 
 func TestScanTextAgreesWithGqlparser(t *testing.T) {
 	t.Parallel()
-	for _, q := range append(scanSeeds, introspection, strings.Repeat("{ a }", 100)) {
+	for _, q := range append(scanSeeds, introspection.Query, strings.Repeat("{ a }", 100)) {
 		checkScan(t, q)
 	}
 }
@@ -211,7 +212,7 @@ func BenchmarkScanText(b *testing.B) {
 		{"comment-512KiB", "# " + strings.Repeat("#", 512<<10) + "\n{ __typename }"},
 		{"string-512KiB", `{ a(s: "` + strings.Repeat("x", 512<<10) + `") }`},
 		{"typename-15000", "{" + strings.Repeat(" __typename", 15000) + " }"},
-		{"introspection", introspection},
+		{"introspection", introspection.Query},
 	} {
 		b.Run(tc.name+"/scan", func(b *testing.B) {
 			b.SetBytes(int64(len(tc.q)))
@@ -228,29 +229,3 @@ func BenchmarkScanText(b *testing.B) {
 		})
 	}
 }
-
-// introspection is GraphiQL's introspection query.
-const introspection = `query IntrospectionQuery {
-  __schema {
-    description
-    queryType { name kind }
-    mutationType { name kind }
-    subscriptionType { name kind }
-    types { ...FullType }
-    directives { name description isRepeatable locations args(includeDeprecated: true) { ...InputValue } }
-  }
-}
-fragment FullType on __Type {
-  kind name description specifiedByURL isOneOf
-  fields(includeDeprecated: true) { name description args(includeDeprecated: true) { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
-  inputFields(includeDeprecated: true) { ...InputValue }
-  interfaces { ...TypeRef }
-  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
-  possibleTypes { ...TypeRef }
-}
-fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue isDeprecated deprecationReason }
-fragment TypeRef on __Type {
-  kind name
-  ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
-  ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }
-}`
