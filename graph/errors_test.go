@@ -41,13 +41,8 @@ func (e *env) checkedQuery(t *testing.T, key, query string, vars map[string]any)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
 	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
+	e.h.ServeHTTP(rec, postRequest(body, key))
 	raw := rec.Body.String()
 	low := strings.ToLower(raw)
 	for _, s := range leaks {

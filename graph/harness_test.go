@@ -147,17 +147,23 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder) response {
 	return r
 }
 
-// query posts a GraphQL request through the real handler and middleware.
-func (e *env) query(t testing.TB, key, query string, vars map[string]any) response {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+// postRequest is a POST of the JSON body to /graphql, with the bearer key
+// unless it is empty.
+func postRequest(body []byte, key string) *http.Request {
 	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	return req
+}
+
+// query posts a GraphQL request through the real handler and middleware.
+func (e *env) query(t testing.TB, key, query string, vars map[string]any) response {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
+	e.h.ServeHTTP(rec, postRequest(body, key))
 	r := decode(t, rec)
 	if strings.Contains(rec.Body.String(), key+"\"") && key != "" {
 		t.Fatalf("response contains the bearer key: %s", rec.Body)
