@@ -148,6 +148,15 @@ func TestOverheadProblems(t *testing.T) {
 	if p := overheadProblems(r); len(p) != 0 {
 		t.Errorf("problems %q, want none", p)
 	}
+	r.Telemetry[2].ScrapeErrors = 1 // one of three timed out
+	if p := overheadProblems(r); len(p) != 0 {
+		t.Errorf("problems %q, want none for one failed scrape of three", p)
+	}
+	r.Smoke = true
+	if p := overheadProblems(r); len(p) != 1 {
+		t.Errorf("smoke: problems %q, want the failed scrape", p)
+	}
+	r.Smoke = false
 	r.Telemetry[1].Scrapes = 0
 	r.Telemetry[3].RootSpans = 0
 	if p := overheadProblems(r); len(p) != 2 {

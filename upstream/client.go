@@ -47,6 +47,7 @@ type Client struct {
 	breakers   *breakers
 	inflight   chan struct{}
 	observer   Observer
+	headers    func(context.Context, HeaderSetter)
 	log        *slog.Logger
 	// seed keys the hash that names a caller to its circuit breaker, so the
 	// breakers hold no bearer key, and no one can aim at another's breaker.
@@ -445,6 +446,7 @@ func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []
 	if cl.idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", cl.idempotencyKey)
 	}
+	c.addHeaders(ctx, req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		o.sent = tr.wrote.Load()
@@ -563,6 +565,7 @@ func (c *Client) ping(ctx context.Context, sc scrubber) (outcome, error) {
 	req.Body = emptyBody{}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
+	c.addHeaders(ctx, req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return o, &Error{Op: op, Code: codeNoResponse, Message: "no response", Err: scrubErr(sc, transportCause(err))}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/textproto"
 	"strconv"
 	"time"
 )
@@ -20,8 +22,8 @@ import (
 // observed, and the transport never replays an attempt on its own (see
 // docs/resilience.md), so the number of calls is the number of requests the
 // upstream could have seen. The returned context (nil: ctx) becomes the
-// attempt's request context, so a span started in it is what a tracing
-// RoundTripper (such as otelhttp's) sees and propagates as traceparent; it
+// attempt's request context, so a span started in it is what
+// WithRequestHeaders (or a tracing RoundTripper) propagates as traceparent; it
 // should derive from ctx, whose cancellation the attempt must follow. done,
 // when not nil, is called exactly once with the outcome, after the answer
 // is read or the attempt has failed; it runs on the calling goroutine, so
@@ -35,6 +37,51 @@ type Observer func(ctx context.Context, a Attempt) (attemptCtx context.Context, 
 // observer the client does no work for one.
 func WithObserver(o Observer) Option {
 	return func(c *Client) error { c.observer = o; return nil }
+}
+
+// WithRequestHeaders has add put headers of its own on the request of every
+// attempt, Ping's included, just before it is sent: add gets the attempt's
+// context (the observer's, which may carry a trace span; the caller's
+// bearer key is hidden from it as from the observer's) and a HeaderSetter
+// that adds a header unless the client sets it itself, so that it can
+// neither read nor replace nor add the client's own (Authorization among
+// them, even on Ping, which sends none). A W3C
+// traceparent is such a header: propagation.TextMapPropagator.Inject writes
+// through a carrier around the setter.
+//
+// This is how to add a header without a RoundTripper around the HTTP
+// client's transport: with a Timeout, net/http cancels a request through
+// its context only when the transport is its own *http.Transport, and
+// around any other starts a timer and a goroutine for every request.
+func WithRequestHeaders(add func(ctx context.Context, h HeaderSetter)) Option {
+	return func(c *Client) error { c.headers = add; return nil }
+}
+
+// A HeaderSetter adds a header to an upstream request, unless it is one the
+// client sets itself.
+type HeaderSetter interface{ Set(key, value string) }
+
+// ownHeaders are the headers the client sets itself, on some requests if not
+// on all (Ping sends no Authorization, a GET no Content-Type): no
+// WithRequestHeaders func may add them.
+var ownHeaders = map[string]bool{"Authorization": true, "Accept": true, "User-Agent": true, "Content-Type": true,
+	"Idempotency-Key": true}
+
+// addOnly is the HeaderSetter of a request's headers.
+type addOnly http.Header
+
+func (h addOnly) Set(key, value string) {
+	key = textproto.CanonicalMIMEHeaderKey(key)
+	if _, set := h[key]; !set && !ownHeaders[key] {
+		h[key] = []string{value}
+	}
+}
+
+// addHeaders has the WithRequestHeaders func, if any, add its headers to req.
+func (c *Client) addHeaders(ctx context.Context, req *http.Request) {
+	if c.headers != nil {
+		c.headers(keylessContext{ctx}, addOnly(req.Header))
+	}
 }
 
 // Attempt describes one attempt of a call.

@@ -107,11 +107,19 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	g := &instruments{tracing: tracing}
 	base := upstream.NewTransport()
 	base.ResponseHeaderTimeout = cfg.UpstreamTimeout
-	client, err := upstream.NewClient(upstreamURL,
-		upstream.WithHTTPClient(&http.Client{Transport: tracing.Transport(base), Timeout: cfg.UpstreamTimeout}),
+	// The traceparent goes on through the client, not a RoundTripper around
+	// base: with any other transport than its own, net/http starts a timer
+	// and a goroutine for every upstream request (tracing.Transport).
+	opts := []upstream.Option{
+		upstream.WithHTTPClient(&http.Client{Transport: base, Timeout: cfg.UpstreamTimeout}),
 		upstream.WithMaxInFlight(cfg.UpstreamInFlight),
 		upstream.WithObserver(g.observe),
-		upstream.WithLogger(log))
+		upstream.WithLogger(log),
+	}
+	if tracing.Enabled() {
+		opts = append(opts, upstream.WithRequestHeaders(tracing.Inject))
+	}
+	client, err := upstream.NewClient(upstreamURL, opts...)
 	if err != nil {
 		return err
 	}

@@ -144,3 +144,47 @@ func TestSampledSpansKeepTheirAttributes(t *testing.T) {
 		t.Errorf("the operation's status %+v, want Error UPSTREAM_UNAVAILABLE", s.Status)
 	}
 }
+
+// headerMap is an upstream.HeaderSetter over a map, as the upstream client's
+// is over a request's headers.
+type headerMap http.Header
+
+func (h headerMap) Set(k, v string) { http.Header(h).Set(k, v) }
+
+// Inject, which the upstream client calls on every attempt's request, sets
+// the traceparent of the attempt's span, sampled or not; off, or without a
+// span, it sets nothing.
+func TestInject(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tr      *Tracing
+		want    string // the traceparent's flags; "" for none
+		noSpans bool
+	}{
+		{"unsampled", TracingTo(tracetest.NewNoopExporter(), sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))), "00", false},
+		{"sampled", TracingTo(tracetest.NewNoopExporter(), sdktrace.AlwaysSample()), "01", false},
+		{"off", Off(), "", false},
+		{"no span", TracingTo(tracetest.NewNoopExporter(), sdktrace.AlwaysSample()), "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			if !tc.noSpans {
+				ctx, _ = tc.tr.StartOperation(ctx)
+				ctx, _ = tc.tr.Upstream(ctx, upstream.Attempt{Op: "getBudget", Method: http.MethodGet, Route: "/v1/budgets/{id}", Number: 1})
+			}
+			h := headerMap{}
+			tc.tr.Inject(ctx, h)
+			got := http.Header(h).Get("Traceparent")
+			if tc.want == "" {
+				if len(h) != 0 {
+					t.Errorf("headers %v, want none", h)
+				}
+				return
+			}
+			sc := trace.SpanContextFromContext(ctx)
+			if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + tc.want; got != want {
+				t.Errorf("traceparent %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -293,8 +293,29 @@ func (t *Tracing) Upstream(ctx context.Context, a upstream.Attempt) (context.Con
 	}
 }
 
+// Inject sets the W3C traceparent (and baggage) of the span in ctx through
+// h: the upstream client's request headers (upstream.WithRequestHeaders),
+// for every attempt, sampled or not, so that the upstream continues the
+// trace or knows it is not sampled. Off, or without a span, it sets none.
+func (t *Tracing) Inject(ctx context.Context, h upstream.HeaderSetter) {
+	if t.Enabled() && trace.SpanContextFromContext(ctx).IsValid() {
+		t.prop.Inject(ctx, setterCarrier{h})
+	}
+}
+
+// setterCarrier is a HeaderSetter as a propagator's carrier, which injecting
+// only sets.
+type setterCarrier struct{ upstream.HeaderSetter }
+
+func (setterCarrier) Get(string) string { return "" }
+func (setterCarrier) Keys() []string    { return nil }
+
 // Transport sets the W3C traceparent (and baggage) of the span in each
-// upstream request's context on the request; off, it is next itself.
+// request's context on the request; off, it is next itself. The upstream
+// client takes Inject instead (upstream.WithRequestHeaders): around the
+// *http.Transport of an http.Client with a Timeout, any RoundTripper makes
+// net/http start a timer and a goroutine for every request (its older way of
+// cancelling), where with its own transport it cancels through the context.
 func (t *Tracing) Transport(next http.RoundTripper) http.RoundTripper {
 	if !t.Enabled() {
 		return next

@@ -1,0 +1,90 @@
+package upstream_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/costgw/gateway/upstream"
+)
+
+// WithRequestHeaders puts its headers on every attempt, retries and Ping
+// included, with each attempt's own context, and can neither replace nor
+// remove the client's headers, nor learn the bearer key from the context.
+func TestRequestHeaders(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			writeJSON(w, http.StatusServiceUnavailable, envelope("service_unavailable", "busy", "r"))
+			return
+		}
+		writeJSON(w, http.StatusOK, `{"data":{}}`)
+	})
+	var mu sync.Mutex
+	var keySeen bool
+	var rec recorder
+	c := newTestClient(t, f.URL, upstream.WithObserver(rec.observe),
+		upstream.WithRequestHeaders(func(ctx context.Context, h upstream.HeaderSetter) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := upstream.APIKeyFrom(ctx); ok {
+				keySeen = true
+			}
+			// The attempt's number comes from the observer's context.
+			h.Set("traceparent", fmt.Sprintf("attempt-%v", ctx.Value(attemptKey{})))
+			h.Set("authorization", "Bearer stolen")
+			h.Set("Accept", "text/html")
+			h.Set("User-Agent", "other")
+		}))
+	// The answer's body is beside the point: only the requests are looked at.
+	_, _ = c.Budgets.Get(keyCtx(t), "bud_1")
+	if err := c.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want a failed attempt, its retry and the ping", len(reqs))
+	}
+	for i, want := range []string{"attempt-1", "attempt-2", "attempt-1"} {
+		h := reqs[i].Header
+		if got := h.Values("Traceparent"); len(got) != 1 || got[0] != want {
+			t.Errorf("request %d: traceparent %q, want %q", i+1, got, want)
+		}
+		if got := h.Get("Accept"); got != "application/json" {
+			t.Errorf("request %d: Accept %q: the hook replaced the client's", i+1, got)
+		}
+		if got := h.Values("User-Agent"); len(got) != 1 || got[0] == "other" {
+			t.Errorf("request %d: User-Agent %q: the hook replaced the client's", i+1, got)
+		}
+		wantAuth := "Bearer " + testKey
+		if i == 2 {
+			wantAuth = "" // Ping sends no key, nor the hook's
+		}
+		if got := h.Get("Authorization"); got != wantAuth {
+			t.Errorf("request %d: Authorization %q, want %q", i+1, got, wantAuth)
+		}
+	}
+	if keySeen {
+		t.Error("the hook's context carried the bearer key")
+	}
+}
+
+// Without an observer the hook still gets a context without the key.
+func TestRequestHeadersWithoutObserver(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, answer(http.StatusOK, `{"data":{}}`))
+	keySeen := false
+	c := newTestClient(t, f.URL, upstream.WithRequestHeaders(func(ctx context.Context, h upstream.HeaderSetter) {
+		_, keySeen = upstream.APIKeyFrom(ctx)
+		h.Set("X-Extra", "1")
+	}))
+	_, _ = c.Budgets.Get(keyCtx(t), "bud_1")
+	if keySeen {
+		t.Error("the hook's context carried the bearer key")
+	}
+	if got := f.requests()[0].Header.Get("X-Extra"); got != "1" {
+		t.Errorf("X-Extra %q, want 1", got)
+	}
+}
