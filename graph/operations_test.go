@@ -11,16 +11,12 @@ import (
 	"time"
 )
 
-func withInFlight(n int) envOption {
-	return func(c *envConfig) { c.graph.InFlight = n }
-}
-
-// TestOperationsInFlightAreBoundedNotRefused: with InFlight 2 (-requests-in-flight), eight
-// concurrent requests each get their answer, and no more than two
+// TestOperationsInFlightAreBoundedNotRefused: with -requests-in-flight 2,
+// eight concurrent requests each get their answer, and no more than two
 // operations are ever executing (their upstream calls in flight) at once.
 func TestOperationsInFlightAreBoundedNotRefused(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withInFlight(2))
+	e := newEnv(t, withAdmission(0, 2))
 	var now, peak atomic.Int32
 	e.calls.fail = func(*http.Request) *http.Response {
 		n := now.Add(1)
@@ -47,7 +43,7 @@ func TestOperationsInFlightAreBoundedNotRefused(t *testing.T) {
 // is not taken from the next one.
 func TestQueuedOperationEndsWithItsRequest(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withInFlight(1))
+	e := newEnv(t, withAdmission(0, 1))
 	hold := make(chan struct{})
 	var once sync.Once
 	started := make(chan struct{})
