@@ -65,22 +65,25 @@ const (
 
 // hostileReport is everything the hostile-traffic benchmark measured.
 type hostileReport struct {
-	Started        time.Time      `json:"started"`
-	Finished       time.Time      `json:"finished"`
-	Command        string         `json:"command"`
-	Smoke          bool           `json:"smoke"`
-	Attackers      int            `json:"attackers"`
-	LegitClients   int            `json:"legit_clients"`
-	LegitQuery     string         `json:"legit_query"`
-	Window         time.Duration  `json:"window"`
-	ShapeWindow    time.Duration  `json:"shape_window"`
-	Timeout        time.Duration  `json:"timeout"`
-	RequestTimeout time.Duration  `json:"request_timeout"`
-	RSSCap         int64          `json:"rss_cap"`
-	RandomDocs     int            `json:"random_docs"`
-	Shapes         []hostileShape `json:"shapes"`
-	Phases         []hostilePhase `json:"phases"`
-	Goals          []goalRow      `json:"goals"`
+	Started        time.Time     `json:"started"`
+	Finished       time.Time     `json:"finished"`
+	Command        string        `json:"command"`
+	Smoke          bool          `json:"smoke"`
+	Attackers      int           `json:"attackers"`
+	LegitClients   int           `json:"legit_clients"`
+	LegitQuery     string        `json:"legit_query"`
+	Window         time.Duration `json:"window"`
+	ShapeWindow    time.Duration `json:"shape_window"`
+	Timeout        time.Duration `json:"timeout"`
+	RequestTimeout time.Duration `json:"request_timeout"`
+	// RateLimit is the gateway's -rate-limit after the first quiet phase:
+	// hostileRateLimit of that phase's legitimate rate.
+	RateLimit  int            `json:"rate_limit"`
+	RSSCap     int64          `json:"rss_cap"`
+	RandomDocs int            `json:"random_docs"`
+	Shapes     []hostileShape `json:"shapes"`
+	Phases     []hostilePhase `json:"phases"`
+	Goals      []goalRow      `json:"goals"`
 }
 
 // hostilePhase is one phase: a window of legitimate traffic, with or
@@ -275,6 +278,9 @@ func runHostile(ctx context.Context, cfg config, b binaries) (*hostileReport, er
 		}
 		rep.Phases = append(rep.Phases, ph)
 		h.log(&ph)
+		if rep.RateLimit == 0 && ph.Kind == phaseQuiet {
+			rep.RateLimit = hostileRateLimit(ph.legitRPS())
+		}
 	}
 	rep.Finished = time.Now()
 	rep.Goals = hostileGoals(rep)
@@ -366,11 +372,23 @@ func (w *window) in(t time.Time) bool {
 // benchmark: a public endpoint whose callers are separate organizations.
 const hostileCallerInFlight = 4
 
+// hostileRateLimit is the gateway's -rate-limit for the phases after the
+// first quiet one, from the legitimate rate measured in it: twice that,
+// rounded up to a hundred, as an operator sets a rate limit above the
+// busiest legitimate key's peak. Attackers with a key that send on past it
+// are then paced (-caller-refusals); the legitimate key never meets it.
+func hostileRateLimit(legitRPS float64) int {
+	return int(math.Ceil(2*legitRPS/100)) * 100
+}
+
 // phase runs one phase on a gateway of its own.
 func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attackItem, length time.Duration) (hostilePhase, error) {
 	ph := hostilePhase{Name: name, Kind: kind, Window: length, Hostile: map[string]*shapeStats{}}
-	gw, url, err := startGateway(ctx, "gateway", h.b.gateway, h.simURL, nil,
-		"-request-timeout", h.cfg.hostileRequestTimeout.String(), "-caller-in-flight", strconv.Itoa(hostileCallerInFlight))
+	args := []string{"-request-timeout", h.cfg.hostileRequestTimeout.String(), "-caller-in-flight", strconv.Itoa(hostileCallerInFlight)}
+	if h.rep.RateLimit > 0 {
+		args = append(args, "-rate-limit", strconv.Itoa(h.rep.RateLimit))
+	}
+	gw, url, err := startGateway(ctx, "gateway", h.b.gateway, h.simURL, nil, args...)
 	if err != nil {
 		return ph, err
 	}

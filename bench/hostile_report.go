@@ -27,7 +27,12 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 		r.Timeout, r.LegitClients, r.LegitQuery)
 	p("organization two's key (`%s`). The gateway runs as in production on the simulator (no added latency), with\n", legitKey)
 	p("`-request-timeout %v` and `-caller-in-flight %d` (what docs/security.md advises for a public endpoint of many\n", r.RequestTimeout, hostileCallerInFlight)
-	p("organizations), the limits at their defaults. Phases: a quiet run (the legitimate clients alone),\n")
+	p("organizations), `-caller-refusals` and the limits at their defaults")
+	if r.RateLimit > 0 {
+		p(", and after the first quiet run `-rate-limit %d`: twice the\n", r.RateLimit)
+		p("legitimate rate of that run, rounded up to a hundred, as an operator sets it above the busiest key's peak")
+	}
+	p(". Phases: a quiet run (the legitimate clients alone),\n")
 	if r.ShapeWindow > 0 {
 		p("an attack with each shape alone (%v each), ", r.ShapeWindow)
 	}

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
@@ -39,6 +40,22 @@ import (
 // benchmark it left the legitimate traffic no better off than no total
 // bound; see docs/security.md.)
 //
+// A caller whose requests are refused often is paced (-caller-refusals,
+// r a second; 0: never). Each caller may have 2r refused requests at once
+// and r a second after that; a caller past that is paced: one of its
+// requests is admitted every 1/r seconds, whatever it asks, until its
+// refusals are back within the allowance. The others wait in its line as
+// above, and a paced request not admitted by its deadline is answered 504.
+// A refused request is one answered with a code the caller alone is to
+// blame for (codes.Info.Caller: no key or one the upstream refuses, a
+// document that does not parse, validate or fit the limits, a malformed
+// HTTP request, invalid input), or one over the per-key rate limit (429),
+// not one the upstream or the gateway failed.
+// So a caller that sends refused requests back to back, as a flood does, is
+// answered a few times a second, and waits meanwhile without costing CPU,
+// while every other caller goes on as before; a caller whose requests
+// succeed is never paced, however many it sends.
+//
 // A caller is the bearer key of the request (its keyed hash, never the key):
 //
 //   - every request without a key is one caller;
@@ -63,14 +80,26 @@ const (
 type admission struct {
 	perCaller int // requests in flight per caller; 0: no bound
 	total     int // places; 0: no bound
+	refusals  int // refused requests a second per caller before pacing; 0: no pacing
+	// rateLimit, when not nil, is the per-key rate limit (Options.RateLimit).
+	rateLimit func(http.ResponseWriter, *http.Request) bool
 
 	seed maphash.Seed
+	now  func() time.Time
 
 	mu       sync.Mutex
 	placed   int // requests holding a place
 	callers  map[callerID]*callerLine
 	turns    []*callerLine // callers with a request that may take a place, in turn
 	verified *simplelru.LRU[callerID, struct{}]
+	paces    *simplelru.LRU[callerID, *pace] // callers refused lately
+}
+
+// pace is the refusal allowance of a caller: a token bucket of refusals.
+type pace struct {
+	tokens float64   // refusals the caller may have now; below 1, it is paced
+	at     time.Time // when tokens was counted
+	next   time.Time // when a paced caller's next request may be admitted
 }
 
 // callerLine is one caller's requests.
@@ -79,16 +108,18 @@ type callerLine struct {
 	running int       // admitted, not yet ended
 	waiting []*waiter // not yet admitted, in order
 	inTurns bool
+	wake    *time.Timer // set while a paced caller waits for its next turn
 }
 
 type waiter struct {
 	ready chan struct{} // closed when admitted
 }
 
-func newAdmission(perCaller, total int) *admission {
+func newAdmission(perCaller, total, refusals int) *admission {
 	v, _ := simplelru.NewLRU[callerID, struct{}](verifiedKeys, nil)
-	return &admission{perCaller: perCaller, total: total, seed: maphash.MakeSeed(),
-		callers: map[callerID]*callerLine{}, verified: v}
+	p, _ := simplelru.NewLRU[callerID, *pace](verifiedKeys+2, nil)
+	return &admission{perCaller: perCaller, total: total, refusals: refusals, seed: maphash.MakeSeed(),
+		now: time.Now, callers: map[callerID]*callerLine{}, verified: v, paces: p}
 }
 
 // caller is the caller of a request: its key's own caller once the key is
@@ -136,9 +167,8 @@ func (a *admission) placeFree() bool { return a.total <= 0 || a.placed < a.total
 func (a *admission) acquire(ctx context.Context, id callerID) *callerLine {
 	a.mu.Lock()
 	line := a.line(id)
-	if len(line.waiting) == 0 && a.callerFree(line) && a.placeFree() {
-		line.running++
-		a.placed++
+	if len(line.waiting) == 0 && a.callerFree(line) && a.placeFree() && a.due(line) {
+		a.admit1(line)
 		a.mu.Unlock()
 		return line
 	}
@@ -166,12 +196,75 @@ func (a *admission) acquire(ctx context.Context, id callerID) *callerLine {
 	return nil
 }
 
-// release ends an admitted request.
-func (a *admission) release(line *callerLine) {
+// release ends an admitted request; refused says whether it was refused
+// through its caller's fault (see above).
+func (a *admission) release(line *callerLine, refused bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if refused && a.refusals > 0 {
+		p, ok := a.paces.Get(line.id)
+		if !ok {
+			p = &pace{tokens: a.burst(), at: a.now()}
+			a.paces.Add(line.id, p)
+		}
+		a.refill(p, a.now())
+		// The allowance goes into debt, to no more than a burst, so that a
+		// flood stays paced until it has been paid off.
+		p.tokens = max(p.tokens-1, -a.burst())
+	}
 	line.running--
 	a.vacate(line)
+}
+
+// burst is how many refusals a caller may have at once.
+func (a *admission) burst() float64 { return 2 * float64(a.refusals) }
+
+// refill brings p's allowance up to date at now.
+func (a *admission) refill(p *pace, now time.Time) {
+	p.tokens = min(a.burst(), p.tokens+now.Sub(p.at).Seconds()*float64(a.refusals))
+	p.at = now
+}
+
+// due reports whether line's caller may have a request admitted now as far
+// as its pace goes; when not, it sets the timer that puts the caller in
+// turn again once it may.
+func (a *admission) due(line *callerLine) bool {
+	if a.refusals <= 0 {
+		return true
+	}
+	p, ok := a.paces.Peek(line.id)
+	if !ok {
+		return true
+	}
+	now := a.now()
+	a.refill(p, now)
+	if p.tokens >= 1 || !now.Before(p.next) {
+		return true
+	}
+	if line.wake == nil {
+		line.wake = time.AfterFunc(p.next.Sub(now), func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			line.wake = nil
+			a.enterTurns(line)
+			a.dispatch()
+			a.forget(line)
+		})
+	}
+	return false
+}
+
+// admit1 admits the next request of line; if its caller is paced, the one
+// after it waits its turn.
+func (a *admission) admit1(line *callerLine) {
+	line.running++
+	a.placed++
+	if a.refusals <= 0 {
+		return
+	}
+	if p, ok := a.paces.Peek(line.id); ok && p.tokens < 1 {
+		p.next = a.now().Add(time.Second / time.Duration(a.refusals))
+	}
 }
 
 // vacate frees the place of a request of line, and admits the next.
@@ -183,9 +276,9 @@ func (a *admission) vacate(line *callerLine) {
 }
 
 // eligible reports whether line has a request waiting that its caller's
-// bound lets in.
+// bound and pace let in.
 func (a *admission) eligible(line *callerLine) bool {
-	return len(line.waiting) > 0 && a.callerFree(line)
+	return len(line.waiting) > 0 && a.callerFree(line) && a.due(line)
 }
 
 // callerFree reports whether line's caller may have one more request in
@@ -215,8 +308,7 @@ func (a *admission) dispatch() {
 		}
 		w := line.waiting[0]
 		line.waiting = line.waiting[1:]
-		line.running++
-		a.placed++
+		a.admit1(line)
 		close(w.ready)
 		a.enterTurns(line)
 	}
@@ -225,9 +317,10 @@ func (a *admission) dispatch() {
 	}
 }
 
-// forget drops the line of a caller with nothing running or waiting.
+// forget drops the line of a caller with nothing running, waiting or due
+// to wake.
 func (a *admission) forget(line *callerLine) {
-	if line.running == 0 && len(line.waiting) == 0 && !line.inTurns {
+	if line.running == 0 && len(line.waiting) == 0 && !line.inTurns && line.wake == nil {
 		delete(a.callers, line.id)
 	}
 }
@@ -255,10 +348,20 @@ func (a *admission) admit(next http.Handler) http.Handler {
 				"the request waited for its turn past its deadline: its caller had too many requests in flight"))
 			return
 		}
-		defer a.release(line)
-		next.ServeHTTP(w, r.WithContext(ctx))
-		if i := InfoFrom(ctx); id == callerUnverified && i.UpstreamCalls() > 0 && i.Outcome() == "OK" {
+		refused := false
+		defer func() { a.release(line, refused) }()
+		r = r.WithContext(ctx)
+		if a.rateLimit != nil && !a.rateLimit(w, r) {
+			refused = true
+			return
+		}
+		next.ServeHTTP(w, r)
+		i := InfoFrom(ctx)
+		outcome := i.Outcome()
+		if id == callerUnverified && i.UpstreamCalls() > 0 && outcome == "OK" {
 			a.accepted(keyHash)
 		}
+		c, _ := codes.Code(outcome).Info()
+		refused = c.Caller
 	})
 }

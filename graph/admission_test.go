@@ -14,7 +14,7 @@ import (
 // it came.
 func TestAdmissionPerCaller(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(2, 0)
+	a := newAdmission(2, 0, 0)
 	ctx := context.Background()
 	l1, l2 := a.acquire(ctx, 10), a.acquire(ctx, 10)
 	if l1 == nil || l2 == nil {
@@ -27,7 +27,7 @@ func TestAdmissionPerCaller(t *testing.T) {
 			if l := a.acquire(ctx, 10); l != nil {
 				order <- i
 				time.Sleep(10 * time.Millisecond)
-				a.release(l)
+				a.release(l, false)
 			}
 		})
 		time.Sleep(20 * time.Millisecond) // the first waits before the second
@@ -40,13 +40,13 @@ func TestAdmissionPerCaller(t *testing.T) {
 	if other := a.acquire(ctx, 11); other == nil {
 		t.Fatal("another caller waits behind a busy one")
 	} else {
-		a.release(other)
+		a.release(other, false)
 	}
-	a.release(l1)
+	a.release(l1, false)
 	if i := <-order; i != 0 {
 		t.Errorf("request %d was admitted first", i)
 	}
-	a.release(l2)
+	a.release(l2, false)
 	if i := <-order; i != 1 {
 		t.Errorf("request %d was admitted second", i)
 	}
@@ -58,7 +58,7 @@ func TestAdmissionPerCaller(t *testing.T) {
 // trace in the line.
 func TestAdmissionDeadline(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(1, 0)
+	a := newAdmission(1, 0, 0)
 	l := a.acquire(context.Background(), 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -69,7 +69,7 @@ func TestAdmissionDeadline(t *testing.T) {
 	if d := time.Since(start); d < 25*time.Millisecond || d > time.Second {
 		t.Errorf("gave up after %v", d)
 	}
-	a.release(l)
+	a.release(l, false)
 	waitIdle(t, a)
 }
 
@@ -78,7 +78,7 @@ func TestAdmissionDeadline(t *testing.T) {
 // later.
 func TestAdmissionRoundRobin(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(100, 1)
+	a := newAdmission(100, 1, 0)
 	ctx := context.Background()
 	first := a.acquire(ctx, 10)
 	var mu sync.Mutex
@@ -90,7 +90,7 @@ func TestAdmissionRoundRobin(t *testing.T) {
 			mu.Lock()
 			got = append(got, id)
 			mu.Unlock()
-			a.release(l)
+			a.release(l, false)
 		})
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -98,7 +98,7 @@ func TestAdmissionRoundRobin(t *testing.T) {
 		enqueue(10)
 	}
 	enqueue(11)
-	a.release(first)
+	a.release(first, false)
 	wg.Wait()
 	if len(got) != 4 || got[0] != 10 || got[1] != 11 {
 		t.Errorf("served %v, want caller 11 second", got)
@@ -111,7 +111,7 @@ func TestAdmissionRoundRobin(t *testing.T) {
 func TestAdmissionUnderLoad(t *testing.T) {
 	t.Parallel()
 	const perCaller, total = 3, 4
-	a := newAdmission(perCaller, total)
+	a := newAdmission(perCaller, total, 0)
 	var inFlight [4]atomic.Int32
 	var all, over atomic.Int32
 	var wg sync.WaitGroup
@@ -129,7 +129,7 @@ func TestAdmissionUnderLoad(t *testing.T) {
 			time.Sleep(time.Duration(rand.IntN(1000)) * time.Microsecond)
 			inFlight[i%4].Add(-1)
 			all.Add(-1)
-			a.release(l)
+			a.release(l, false)
 		})
 	}
 	wg.Wait()
@@ -147,4 +147,102 @@ func waitIdle(t *testing.T, a *admission) {
 	if a.placed != 0 || len(a.callers) != 0 || len(a.turns) != 0 {
 		t.Errorf("left %d places held, %d callers, %d turns", a.placed, len(a.callers), len(a.turns))
 	}
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// A caller refused more than its allowance is paced: one of its requests
+// an interval is admitted, while another caller, and a caller whose
+// requests succeed however many it sends, are admitted at once; a waiting
+// paced request is admitted when its turn comes.
+func TestAdmissionPacesRefusedCallers(t *testing.T) {
+	t.Parallel()
+	const refusals = 20 // a burst of 40, then one each 50 ms
+	a := newAdmission(0, 0, refusals)
+	var clock fakeClock
+	clock.advance(time.Hour)
+	a.now = clock.now
+	ctx := context.Background()
+	expired, cancel := context.WithCancel(ctx)
+	cancel()
+
+	for i := range 2*refusals + 1 { // the burst, and the first paced one
+		l := a.acquire(expired, 10)
+		if l == nil {
+			t.Fatalf("refused request %d waited within the allowance", i)
+		}
+		a.release(l, true)
+	}
+	if a.acquire(expired, 10) != nil {
+		t.Fatal("a caller past its allowance was admitted before its turn")
+	}
+	for range 1000 {
+		l := a.acquire(expired, 11)
+		if l == nil {
+			t.Fatal("a caller whose requests succeed waited")
+		}
+		a.release(l, false)
+	}
+	if l := a.acquire(expired, 12); l == nil {
+		t.Fatal("another caller waited behind a paced one")
+	} else {
+		a.release(l, true)
+	}
+
+	admitted := make(chan *callerLine)
+	go func() { admitted <- a.acquire(ctx, 10) }()
+	select {
+	case <-admitted:
+		t.Fatal("a paced request was admitted before its turn")
+	case <-time.After(100 * time.Millisecond): // two intervals of real time: the clock has not moved
+	}
+	clock.advance(time.Second / refusals)
+	l := <-admitted
+	if l == nil {
+		t.Fatal("not admitted")
+	}
+	a.release(l, false)
+	if a.acquire(expired, 10) != nil {
+		t.Fatal("a paced caller's next request did not wait its turn")
+	}
+
+	// Paid off: the allowance comes back at refusals a second.
+	clock.advance(3 * time.Second)
+	for range 2 * refusals {
+		l := a.acquire(expired, 10)
+		if l == nil {
+			t.Fatal("a caller that stopped being refused is still paced")
+		}
+		a.release(l, false)
+	}
+	for {
+		a.mu.Lock()
+		idle := len(a.callers) == 0
+		a.mu.Unlock()
+		if idle {
+			break
+		}
+		time.Sleep(time.Millisecond) // a wake timer still due
+	}
+	waitIdle(t, a)
+}
+
+// Without -caller-refusals nobody is paced.
+func TestAdmissionNoPacing(t *testing.T) {
+	t.Parallel()
+	a := newAdmission(0, 0, 0)
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 1000 {
+		l := a.acquire(expired, 10)
+		if l == nil {
+			t.Fatal("paced with no -caller-refusals")
+		}
+		a.release(l, true)
+	}
+	waitIdle(t, a)
 }

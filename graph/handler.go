@@ -66,6 +66,14 @@ type Options struct {
 	// decoded upstream answers and results being built
 	// (docs/performance.md).
 	InFlight int
+	// CallerRefusals paces a caller who is refused often (admission.go):
+	// past 2×CallerRefusals refused requests, one of its requests a
+	// 1/CallerRefusals second is admitted. 0: never paced.
+	CallerRefusals int
+	// RateLimit, when not nil, is the per-key rate limit, applied to each
+	// request once admitted: it returns false when it answered the request
+	// itself (429 RATE_LIMITED), which then counts as refused for pacing.
+	RateLimit func(http.ResponseWriter, *http.Request) bool
 }
 
 // DefaultMaxBodyBytes is the default request body limit, 512 KiB. The
@@ -144,7 +152,8 @@ func NewHandler(o Options) http.Handler {
 	if lo.OnPanic == nil && o.OnPanic != nil {
 		lo.OnPanic = func() { o.OnPanic("loader") }
 	}
-	adm := newAdmission(o.CallerInFlight, o.InFlight)
+	adm := newAdmission(o.CallerInFlight, o.InFlight, o.CallerRefusals)
+	adm.rateLimit = o.RateLimit
 	return guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))
 }
 

@@ -89,33 +89,38 @@ type Info struct {
 	// data at all): the transports answer them with a 4xx status under
 	// application/graphql-response+json, as the GraphQL-over-HTTP spec asks.
 	Request bool
+	// Caller marks codes that refuse a request through its caller's fault
+	// alone, neither the upstream's nor the gateway's: the same request
+	// fails the same way from any replica at any time. Admission paces a
+	// caller who is refused often (-caller-refusals).
+	Caller bool
 }
 
 var registry = map[Code]Info{
-	Unauthenticated:         {Meaning: "No API key was sent, or the upstream does not know the key.", Retry: Never},
-	Forbidden:               {Meaning: "The key lacks a scope the operation needs, or the organization's plan has no API access.", Retry: Never},
+	Unauthenticated:         {Meaning: "No API key was sent, or the upstream does not know the key.", Retry: Never, Caller: true},
+	Forbidden:               {Meaning: "The key lacks a scope the operation needs, or the organization's plan has no API access.", Retry: Never, Caller: true},
 	NotFound:                {Meaning: "The object does not exist, or belongs to another organization (the two are not told apart).", Retry: Never},
-	BadUserInput:            {Meaning: "An argument is invalid: a malformed ID, cursor, date or value, variables nested deeper than any input (refused before they are decoded), or input the upstream refused.", Retry: Never},
+	BadUserInput:            {Meaning: "An argument is invalid: a malformed ID, cursor, date or value, variables nested deeper than any input (refused before they are decoded), or input the upstream refused.", Retry: Never, Caller: true},
 	Conflict:                {Meaning: "The idempotencyKey was used before with a different input.", Retry: Never},
 	RateLimited:             {Meaning: "The key is over the gateway's -rate-limit (HTTP 429, with Retry-After in seconds), or the upstream is throttling it.", Retry: Later},
 	UpstreamUnavailable:     {Meaning: "The upstream failed, did not answer in time, or is paused by the circuit breaker; or the request ran out of time.", Retry: Later},
 	UpstreamBadResponse:     {Meaning: "The upstream answered something the gateway cannot read exactly (a required member missing, a malformed body); the field is null rather than wrong.", Retry: Never},
 	Internal:                {Meaning: "A fault in the gateway; the requestId extension finds it in the gateway's log.", Retry: Never},
-	ParseFailed:             {Meaning: "The document is not GraphQL.", Retry: Never, Request: true},
-	ValidationFailed:        {Meaning: "The document does not fit the schema, names no operation that exists, or its variables do not fit.", Retry: Never, Request: true},
-	MaxTokens:               {Meaning: "The document has more lexical tokens than -max-tokens.", Retry: Never, Request: true},
-	MaxDepth:                {Meaning: "The operation nests fields deeper than -max-depth.", Retry: Never, Request: true},
-	MaxAliases:              {Meaning: "The operation has more aliased fields than -max-aliases.", Retry: Never, Request: true},
-	MaxRootFields:           {Meaning: "The operation has more root fields than -max-root-fields.", Retry: Never, Request: true},
-	MaxSelections:           {Meaning: "The document selects more fields than -max-selections with its fragments expanded, or selects the same fields at one place so often that checking them would cost more than that.", Retry: Never, Request: true},
-	CostTooHigh:             {Meaning: "The operation would make more upstream calls than -max-cost; extensions estimatedCost and maxCost say by how much.", Retry: Never, Request: true},
-	RequestTooLarge:         {Meaning: "The request body is larger than -max-body-bytes (HTTP 413), or a GET's query string is (HTTP 414); without an API key the bound is 32 KB.", Retry: Never, Request: true},
-	RequestTimeout:          {Meaning: "The request did not finish within -request-timeout before its answer could start, or waited in line for its turn (-caller-in-flight, -requests-in-flight) until then (HTTP 504); nothing of it is answered.", Retry: Later, Request: true},
+	ParseFailed:             {Meaning: "The document is not GraphQL.", Retry: Never, Request: true, Caller: true},
+	ValidationFailed:        {Meaning: "The document does not fit the schema, names no operation that exists, or its variables do not fit.", Retry: Never, Request: true, Caller: true},
+	MaxTokens:               {Meaning: "The document has more lexical tokens than -max-tokens.", Retry: Never, Request: true, Caller: true},
+	MaxDepth:                {Meaning: "The operation nests fields deeper than -max-depth.", Retry: Never, Request: true, Caller: true},
+	MaxAliases:              {Meaning: "The operation has more aliased fields than -max-aliases.", Retry: Never, Request: true, Caller: true},
+	MaxRootFields:           {Meaning: "The operation has more root fields than -max-root-fields.", Retry: Never, Request: true, Caller: true},
+	MaxSelections:           {Meaning: "The document selects more fields than -max-selections with its fragments expanded, or selects the same fields at one place so often that checking them would cost more than that.", Retry: Never, Request: true, Caller: true},
+	CostTooHigh:             {Meaning: "The operation would make more upstream calls than -max-cost; extensions estimatedCost and maxCost say by how much.", Retry: Never, Request: true, Caller: true},
+	RequestTooLarge:         {Meaning: "The request body is larger than -max-body-bytes (HTTP 413), or a GET's query string is (HTTP 414); without an API key the bound is 32 KB.", Retry: Never, Request: true, Caller: true},
+	RequestTimeout:          {Meaning: "The request did not finish within -request-timeout before its answer could start, or waited in line for its turn (-caller-in-flight, -requests-in-flight, or paced by -caller-refusals) until then (HTTP 504); nothing of it is answered.", Retry: Later, Request: true},
 	PersistedQueryNotFound:  {Meaning: "The request names a persisted query or trusted document the gateway does not have: send the query with its hash to register it (automatic persisted queries), or check the document id.", Retry: Never},
-	PersistedQueryNotInList: {Meaning: "The gateway runs only its trusted documents (-only-persisted), and the request's query is not one of them (HTTP 400).", Retry: Never, Request: true},
-	BadRequest:              {Meaning: "The HTTP request is not a GraphQL request: its body is not one JSON object with a string query, its parameters have the wrong types, or it has two Authorization headers (HTTP 400).", Retry: Never, Request: true},
-	MethodNotAllowed:        {Meaning: "The endpoint takes GET (queries only) and POST; the Allow header says which fits (HTTP 405).", Retry: Never, Request: true},
-	UnsupportedMediaType:    {Meaning: "A POST body that is not application/json (HTTP 415).", Retry: Never, Request: true},
+	PersistedQueryNotInList: {Meaning: "The gateway runs only its trusted documents (-only-persisted), and the request's query is not one of them (HTTP 400).", Retry: Never, Request: true, Caller: true},
+	BadRequest:              {Meaning: "The HTTP request is not a GraphQL request: its body is not one JSON object with a string query, its parameters have the wrong types, or it has two Authorization headers (HTTP 400).", Retry: Never, Request: true, Caller: true},
+	MethodNotAllowed:        {Meaning: "The endpoint takes GET (queries only) and POST; the Allow header says which fits (HTTP 405).", Retry: Never, Request: true, Caller: true},
+	UnsupportedMediaType:    {Meaning: "A POST body that is not application/json (HTTP 415).", Retry: Never, Request: true, Caller: true},
 }
 
 var registerOnce sync.Once

@@ -82,6 +82,10 @@ type Config struct {
 	// RequestsInFlight bounds the requests worked on at once in all; more
 	// wait in line, each caller in turn (0: no bound).
 	RequestsInFlight int
+	// CallerRefusals paces a caller whose requests are refused through its
+	// own fault more than that many times a second (twice that at once):
+	// one of its requests a 1/CallerRefusals second is admitted (0: never).
+	CallerRefusals int
 	// PersistedDocuments is a manifest of trusted documents (document id →
 	// text, as Relay and graphql-codegen write it), which requests may name
 	// by documentId or doc_id; empty: none.
@@ -117,9 +121,12 @@ const (
 	// what docs/performance.md measured for a request-shaped heap: bounded
 	// memory at 200 concurrent clients without less throughput.
 	DefaultRequestsInFlight = 32
-	DefaultGCPercent        = 100
-	DefaultMemoryLimit      = 0
-	defaultLogFormat        = "json"
+	// DefaultCallerRefusals paces a caller refused more than 10 times a
+	// second: no client that reads its errors comes near it (docs/security.md).
+	DefaultCallerRefusals = 10
+	DefaultGCPercent      = 100
+	DefaultMemoryLimit    = 0
+	defaultLogFormat      = "json"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
 )
@@ -167,6 +174,8 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Want("memory-limit", "a size such as 80MiB, 1GiB or 0")
 	fs.IntVar(&c.CallerInFlight, "caller-in-flight", 0, "most requests of one caller (API key; all requests without a key are one caller) worked on at once, more wait in line (0: no bound)")
 	fs.IntVar(&c.RequestsInFlight, "requests-in-flight", DefaultRequestsInFlight, "most requests worked on at once in all, more wait in line, each caller in turn (0: no bound)")
+	fs.IntVar(&c.CallerRefusals, "caller-refusals", DefaultCallerRefusals, "refused requests a second (twice that at once) a caller may have before it is paced to one request in 1/N s; "+
+		"refused: no or an unknown key, a document or HTTP request the gateway refuses, invalid input (0: never paced)")
 	fs.StringVar(&c.PersistedDocuments, "persisted-documents", "", "trusted documents: a JSON `file` of document id to document text (Relay, graphql-codegen) or an Apollo persisted query manifest")
 	fs.BoolVar(&c.OnlyPersisted, "only-persisted", false, "run only the documents of -persisted-documents; no automatic persisted queries")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of a second listener for /metrics, /debug/pprof/ and the health endpoints, which then leave -listen; empty: off")
@@ -223,7 +232,7 @@ func (c Config) validate() error {
 		v    int
 	}{{"max-tokens", c.Limits.MaxTokens}, {"max-selections", c.Limits.MaxSelections}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
 		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight},
-		{"caller-in-flight", c.CallerInFlight}, {"requests-in-flight", c.RequestsInFlight}} {
+		{"caller-in-flight", c.CallerInFlight}, {"requests-in-flight", c.RequestsInFlight}, {"caller-refusals", c.CallerRefusals}} {
 		if f.v < 0 {
 			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")
 		}

@@ -166,12 +166,16 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		OnlyPersisted:    cfg.OnlyPersisted,
 		CallerInFlight:   cfg.CallerInFlight,
 		InFlight:         cfg.RequestsInFlight,
+		CallerRefusals:   cfg.CallerRefusals,
 	}
 	if g.metrics != nil {
 		gopts.OnPanic, gopts.OnCacheLookup = g.metrics.Panic, g.metrics.CacheLookup
 	}
+	if limiter != nil {
+		gopts.RateLimit = g.rateLimit(limiter, cfg.RateLimit)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", g.graphql(limiter, cfg.RateLimit, graph.NewHandler(gopts)))
+	mux.Handle("/graphql", g.graphql(graph.NewHandler(gopts)))
 	health := mux
 	if adminLn != nil {
 		health = http.NewServeMux()

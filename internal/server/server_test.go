@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +46,7 @@ func defaults() Config {
 		RequestFanout:      100,
 		UpstreamInFlight:   256,
 		RequestsInFlight:   DefaultRequestsInFlight,
+		CallerRefusals:     DefaultCallerRefusals,
 		GCPercent:          DefaultGCPercent,
 		MemoryLimit:        DefaultMemoryLimit,
 	}
@@ -111,6 +114,8 @@ func TestParseConfig(t *testing.T) {
 		{"upstream-in-flight env", nil, map[string]string{"COSTGW_UPSTREAM_IN_FLIGHT": "32"}, func(c *Config) { c.UpstreamInFlight = 32 }},
 		{"requests-in-flight flag", []string{"-requests-in-flight", "0"}, nil, func(c *Config) { c.RequestsInFlight = 0 }},
 		{"requests-in-flight env", nil, map[string]string{"COSTGW_REQUESTS_IN_FLIGHT": "16"}, func(c *Config) { c.RequestsInFlight = 16 }},
+		{"caller-refusals flag", []string{"-caller-refusals", "0"}, nil, func(c *Config) { c.CallerRefusals = 0 }},
+		{"caller-refusals env", nil, map[string]string{"COSTGW_CALLER_REFUSALS": "3"}, func(c *Config) { c.CallerRefusals = 3 }},
 		{"gc-percent flag", []string{"-gc-percent", "400"}, nil, func(c *Config) { c.GCPercent = 400 }},
 		{"gc-percent env", nil, map[string]string{"COSTGW_GC_PERCENT": "150"}, func(c *Config) { c.GCPercent = 150 }},
 		{"gc-percent off with a memory limit", []string{"-gc-percent", "-1", "-memory-limit", "1GiB"}, nil, func(c *Config) {
@@ -851,6 +856,91 @@ func TestCallerInFlight(t *testing.T) {
 	for _, key := range []string{secret, sim.DemoKey, sim.OtherOrgKey} {
 		if strings.Contains(logs, key) {
 			t.Errorf("the log holds the key %q:\n%s", key, logs)
+		}
+	}
+}
+
+// TestCallerRefusals checks pacing through the whole middleware chain: with
+// -caller-refusals 1 (a burst of 2), a caller's third refused request in a
+// row is admitted and its fourth waits its turn, a second away, past the
+// -request-timeout, and is answered 504; another key is served meanwhile.
+// (A machine that stalls for a second between two requests gives back one
+// refusal of the allowance, so a 504 may come a request later.)
+func TestCallerRefusals(t *testing.T) {
+	t.Parallel()
+	_, up := simUpstream(t, sim.Options{})
+	gw := startGateway(t, nil, "-upstream", up.URL, "-caller-refusals", "1", "-request-timeout", "300ms")
+	const q = `{ budgets(first: 1) { nodes { name } } }`
+	if status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, q); err != nil || status != 200 || len(ans.Errors) > 0 {
+		t.Fatalf("%d %+v %v", status, ans.Errors, err)
+	}
+	var got []string
+	for range 8 {
+		status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, "", q)
+		if err != nil || len(ans.Errors) == 0 {
+			t.Fatalf("%d %+v %v", status, ans, err)
+		}
+		got = append(got, fmt.Sprint(status, " ", ans.Errors[0].Extensions["code"]))
+		if status == http.StatusGatewayTimeout {
+			break
+		}
+	}
+	checkPaced(t, "requests without a key in a row", got, "401 UNAUTHENTICATED", 3)
+	if status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, q); err != nil || status != 200 || len(ans.Errors) > 0 {
+		t.Errorf("another caller, while one is paced: %d %+v %v", status, ans.Errors, err)
+	}
+}
+
+// TestRateLimitPaces checks the in-memory -rate-limit through the whole
+// chain: a key over it is answered 429 with Retry-After, and a client that
+// sends on regardless is paced like any refused caller (-caller-refusals 1:
+// its fourth 429 in a row waits its turn past the deadline, 504); requests
+// without a key share one allowance; another key is not limited.
+func TestRateLimitPaces(t *testing.T) {
+	t.Parallel()
+	_, up := simUpstream(t, sim.Options{})
+	gw := startGateway(t, nil, "-upstream", up.URL, "-rate-limit", "1", "-caller-refusals", "1", "-request-timeout", "300ms")
+	const q = `{ budgets(first: 1) { nodes { name } } }`
+	send := func(key, query string) string {
+		status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, key, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ans.Errors) == 0 {
+			return fmt.Sprint(status)
+		}
+		return fmt.Sprint(status, " ", ans.Errors[0].Extensions["code"])
+	}
+	got := []string{send(sim.DemoKey, q)}
+	for len(got) < 8 && !strings.HasPrefix(got[len(got)-1], "504") {
+		got = append(got, send(sim.DemoKey, q))
+	}
+	if got[0] != "200" {
+		t.Errorf("the key's first request: %s", got[0])
+	}
+	checkPaced(t, "requests of one key over the rate limit in a row", got[1:], "429 RATE_LIMITED", 3)
+	if got := send(sim.OtherOrgKey, q); got != "200" {
+		t.Errorf("another key, while one is over the limit: %s", got)
+	}
+	if got := []string{send("", "{ __typename }"), send("", "{ __typename }")}; !slices.Equal(got, []string{"200", "429 RATE_LIMITED"}) {
+		t.Errorf("two requests without a key: %q, want the second over the shared allowance", got)
+	}
+}
+
+// checkPaced checks answers of a caller sent back to back with
+// -caller-refusals 1: at least first of them (the allowance of 2 and the
+// first paced request) are refused, then one waits past the deadline.
+func checkPaced(t *testing.T, what string, got []string, refused string, first int) {
+	t.Helper()
+	last := len(got) - 1
+	if last < first || got[last] != "504 REQUEST_TIMEOUT" {
+		t.Errorf("%s: %q, want %d or more %q, then 504 REQUEST_TIMEOUT", what, got, first, refused)
+		return
+	}
+	for _, g := range got[:last] {
+		if g != refused {
+			t.Errorf("%s: %q, want %q before the 504", what, got, refused)
+			return
 		}
 	}
 }
