@@ -83,6 +83,9 @@ type admission struct {
 	refusals  int // refused requests a second per caller before pacing; 0: no pacing
 	// rateLimit, when not nil, is the per-key rate limit (Options.RateLimit).
 	rateLimit func(http.ResponseWriter, *http.Request) bool
+	// onPaced, when not nil, is told of each caller that runs out of its
+	// allowance of refusals, by kind (callerKind).
+	onPaced func(kind string)
 
 	seed maphash.Seed
 	now  func() time.Time
@@ -200,7 +203,7 @@ func (a *admission) acquire(ctx context.Context, id callerID) *callerLine {
 // through its caller's fault (see above).
 func (a *admission) release(line *callerLine, refused bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	paced := false
 	if refused && a.refusals > 0 {
 		p, ok := a.paces.Get(line.id)
 		if !ok {
@@ -210,10 +213,28 @@ func (a *admission) release(line *callerLine, refused bool) {
 		a.refill(p, a.now())
 		// The allowance goes into debt, to no more than a burst, so that a
 		// flood stays paced until it has been paid off.
+		paced = p.tokens >= 1 && p.tokens-1 < 1
 		p.tokens = max(p.tokens-1, -a.burst())
 	}
 	line.running--
 	a.vacate(line)
+	a.mu.Unlock()
+	if paced && a.onPaced != nil {
+		a.onPaced(callerKind(line.id))
+	}
+}
+
+// callerKind names the kind of a caller, never which: "keyless" (every
+// request without a key), "unaccepted" (every key the upstream has not
+// been seen to accept), or "key" (an accepted key).
+func callerKind(id callerID) string {
+	switch id {
+	case callerKeyless:
+		return "keyless"
+	case callerUnverified:
+		return "unaccepted"
+	}
+	return "key"
 }
 
 // burst is how many refusals a caller may have at once.

@@ -74,6 +74,10 @@ type Options struct {
 	// request once admitted: it returns false when it answered the request
 	// itself (429 RATE_LIMITED), which then counts as refused for pacing.
 	RateLimit func(http.ResponseWriter, *http.Request) bool
+	// OnPaced, when not nil, is told of each caller that runs out of its
+	// allowance of refusals and is paced: kind is keyless, unaccepted or
+	// key (never which key). The endpoint also logs it.
+	OnPaced func(kind string)
 }
 
 // DefaultMaxBodyBytes is the default request body limit, 512 KiB. The
@@ -154,6 +158,13 @@ func NewHandler(o Options) http.Handler {
 	}
 	adm := newAdmission(o.CallerInFlight, o.InFlight, o.CallerRefusals)
 	adm.rateLimit = o.RateLimit
+	adm.onPaced = func(kind string) {
+		log.Warn("a caller is paced: it was refused more than -caller-refusals times a second",
+			"caller", kind, "caller_refusals", o.CallerRefusals)
+		if o.OnPaced != nil {
+			o.OnPaced(kind)
+		}
+	}
 	return guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))
 }
 

@@ -169,7 +169,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		CallerRefusals:   cfg.CallerRefusals,
 	}
 	if g.metrics != nil {
-		gopts.OnPanic, gopts.OnCacheLookup = g.metrics.Panic, g.metrics.CacheLookup
+		gopts.OnPanic, gopts.OnCacheLookup, gopts.OnPaced = g.metrics.Panic, g.metrics.CacheLookup, g.metrics.Paced
 	}
 	if limiter != nil {
 		gopts.RateLimit = g.rateLimit(limiter, cfg.RateLimit)

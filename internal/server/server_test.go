@@ -886,6 +886,9 @@ func TestCallerRefusals(t *testing.T) {
 		}
 	}
 	checkPaced(t, "requests without a key in a row", got, "401 UNAUTHENTICATED", 3)
+	if logs := gw.logs.String(); strings.Count(logs, "a caller is paced") != 1 || !strings.Contains(logs, `"caller":"keyless"`) {
+		t.Errorf("the log does not say once that the requests without a key are paced:\n%s", logs)
+	}
 	if status, ans, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, q); err != nil || status != 200 || len(ans.Errors) > 0 {
 		t.Errorf("another caller, while one is paced: %d %+v %v", status, ans.Errors, err)
 	}

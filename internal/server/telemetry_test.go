@@ -167,7 +167,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("depth rejections = %v, want a series at 0", got)
 	}
 	for _, name := range []string{
-		"costgw_upstream_breakers_open", "costgw_rate_limit_rejections_total",
+		"costgw_upstream_breakers_open", "costgw_rate_limit_rejections_total", "costgw_callers_paced_total",
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "go_gc_duration_seconds", "process_start_time_seconds",
 	} {
 		if _, ok := fams[name]; !ok {

@@ -30,6 +30,7 @@ type Metrics struct {
 	limits     *prometheus.CounterVec
 	cache      *prometheus.CounterVec
 	rateLimits prometheus.Counter
+	paced      *prometheus.CounterVec
 	panics     *prometheus.CounterVec
 }
 
@@ -78,12 +79,16 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 		Name: "costgw_rate_limit_rejections_total",
 		Help: "Requests refused because their API key was over -rate-limit.",
 	})
+	m.paced = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "costgw_callers_paced_total",
+		Help: "Times a caller ran out of its allowance of refused requests (-caller-refusals) and was paced, by caller kind (key, keyless, unaccepted).",
+	}, []string{"caller"})
 	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "costgw_panics_total",
 		Help: "Panics recovered, by where (resolver, loader, http).",
 	}, []string{"where"})
 	m.Registry.MustRegister(m.requests, m.duration, m.inFlight, m.upstream, m.upDuration, m.retries, m.limits,
-		m.cache, m.rateLimits, m.panics,
+		m.cache, m.rateLimits, m.paced, m.panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if breakersOpen != nil {
 		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -93,6 +98,9 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 	}
 	for _, c := range limitCodes {
 		m.limits.WithLabelValues(c) // present at 0, so a rate() has a series
+	}
+	for _, k := range []string{"key", "keyless", "unaccepted"} {
+		m.paced.WithLabelValues(k)
 	}
 	return m
 }
@@ -154,6 +162,9 @@ func (m *Metrics) CacheLookup(hit bool) {
 
 // RateLimited records a request refused by the rate limit.
 func (m *Metrics) RateLimited() { m.rateLimits.Inc() }
+
+// Paced counts a caller of the kind that was paced (graph.Options.OnPaced).
+func (m *Metrics) Paced(kind string) { m.paced.WithLabelValues(kind).Inc() }
 
 // Panic records a recovered panic.
 func (m *Metrics) Panic(where string) { m.panics.WithLabelValues(where).Inc() }

@@ -253,6 +253,7 @@ func TestMetricLabels(t *testing.T) {
 	m.UpstreamAttempt(upstream.AttemptResult{Attempt: upstream.Attempt{Route: "/v1/budgets/{id}", Number: 2}, Class: upstream.ClassConnect})
 	m.CacheLookup(true)
 	m.RateLimited()
+	m.Paced("keyless")
 	m.Panic("resolver")
 
 	fams, err := m.Registry.Gather()
@@ -299,6 +300,7 @@ func TestMetricLabels(t *testing.T) {
 		"costgw_upstream_retries_total route=/v1/budgets/{id}":                    1,
 		"costgw_query_cache_lookups_total result=hit":                             1,
 		"costgw_rate_limit_rejections_total":                                      1,
+		"costgw_callers_paced_total caller=keyless":                               1,
 		"costgw_panics_total where=resolver":                                      1,
 		"costgw_upstream_breakers_open":                                           2,
 	}
