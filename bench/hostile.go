@@ -78,12 +78,14 @@ type hostileReport struct {
 	RequestTimeout time.Duration `json:"request_timeout"`
 	// RateLimit is the gateway's -rate-limit after the first quiet phase:
 	// hostileRateLimit of that phase's legitimate rate.
-	RateLimit  int            `json:"rate_limit"`
-	RSSCap     int64          `json:"rss_cap"`
-	RandomDocs int            `json:"random_docs"`
-	Shapes     []hostileShape `json:"shapes"`
-	Phases     []hostilePhase `json:"phases"`
-	Goals      []goalRow      `json:"goals"`
+	RateLimit int `json:"rate_limit"`
+	// AloneWindow is the attack alone at the start of each attack phase.
+	AloneWindow time.Duration  `json:"alone_window,omitempty"`
+	RSSCap      int64          `json:"rss_cap"`
+	RandomDocs  int            `json:"random_docs"`
+	Shapes      []hostileShape `json:"shapes"`
+	Phases      []hostilePhase `json:"phases"`
+	Goals       []goalRow      `json:"goals"`
 }
 
 // hostilePhase is one phase: a window of legitimate traffic, with or
@@ -100,6 +102,18 @@ type hostilePhase struct {
 	LegitErrors     int                    `json:"legit_errors"`
 	LegitFirstError string                 `json:"legit_first_error,omitempty"`
 	Hostile         map[string]*shapeStats `json:"hostile,omitempty"`
+	// Alone is the attack alone, before the legitimate clients start; CPU
+	// per hostile answer is read from it (nil in a quiet phase, and in
+	// reports from before it was measured).
+	Alone *aloneWindow `json:"alone,omitempty"`
+}
+
+// aloneWindow is a window of the attack alone: the gateway's CPU in it and
+// the hostile requests answered in it.
+type aloneWindow struct {
+	Window     time.Duration `json:"window"`
+	GatewayCPU time.Duration `json:"gateway_cpu"`
+	Answered   int           `json:"answered"`
 }
 
 // shapeStats is what the attackers saw of one shape in one phase.
@@ -178,12 +192,36 @@ func (r *hostileReport) quiet() (rps float64, cpuPerLegit time.Duration) {
 	return rps / float64(n), cpu / time.Duration(ok)
 }
 
-// hostileCPU is the gateway's CPU in a phase net of the legitimate traffic
-// (its requests × the quiet run's CPU per request), and gross.
-func (r *hostileReport) hostileCPU(ph *hostilePhase) (net, gross time.Duration) {
+// cpuPerAnswer is the gateway's CPU per hostile answer of a phase: in the
+// window of the attack alone when it has one; else (a report from before
+// that window) its CPU net of the legitimate traffic (its requests × the
+// quiet runs' CPU per request) ÷ the hostile answers. ok is false when no
+// hostile request was answered. Pacing leaves a shape a few dozen answers
+// a second, so subtracting the legitimate traffic's thousand from the
+// mixed window leaves mostly noise: the attack alone measures it.
+func (r *hostileReport) cpuPerAnswer(ph *hostilePhase) (per time.Duration, ok bool) {
+	if a := ph.Alone; a != nil {
+		if a.Answered == 0 {
+			return 0, false
+		}
+		return a.GatewayCPU / time.Duration(a.Answered), true
+	}
+	n := ph.total().answered()
+	if n == 0 {
+		return 0, false
+	}
 	_, perLegit := r.quiet()
-	net = ph.GatewayCPU - time.Duration(ph.LegitOK)*perLegit
-	return max(net, 0), ph.GatewayCPU
+	return max(ph.GatewayCPU-time.Duration(ph.LegitOK)*perLegit, 0) / time.Duration(n), true
+}
+
+// aloneMeasured reports whether the attack phases measured the attack alone.
+func (r *hostileReport) aloneMeasured() bool {
+	for _, ph := range r.Phases {
+		if ph.Alone != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // attackItem is one shape and key variant an attacker sends.
@@ -206,7 +244,7 @@ type hostileRun struct {
 func runHostile(ctx context.Context, cfg config, b binaries) (*hostileReport, error) {
 	rep := &hostileReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, Attackers: cfg.attackers,
 		LegitClients: cfg.legitClients, LegitQuery: legitQuery, Window: cfg.hostileWindow, ShapeWindow: cfg.hostileShapeWindow,
-		Timeout: cfg.hostileTimeout, RequestTimeout: cfg.hostileRequestTimeout, RSSCap: int64(cfg.hostileRSSCapMiB) << 20,
+		Timeout: cfg.hostileTimeout, RequestTimeout: cfg.hostileRequestTimeout, AloneWindow: cfg.hostileAloneWindow, RSSCap: int64(cfg.hostileRSSCapMiB) << 20,
 		RandomDocs: cfg.randomDocs}
 	shapes := hostileShapes
 	if len(cfg.hostileShapes) > 0 {
@@ -296,10 +334,9 @@ func (h *hostileRun) log(ph *hostilePhase) {
 	t := ph.total()
 	hostile := ""
 	if ph.Kind != phaseQuiet {
-		net, _ := h.rep.hostileCPU(ph)
 		per := "–"
-		if t.answered() > 0 {
-			per = ms(net / time.Duration(t.answered()))
+		if c, ok := h.rep.cpuPerAnswer(ph); ok {
+			per = ms(c)
 		}
 		hostile = fmt.Sprintf(" hostile sent %d answered %d timed out %d failed %d, CPU per answer %s;", t.Sent, t.answered(),
 			t.TimedOut, t.Failed, per)
@@ -400,6 +437,10 @@ func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attac
 	defer cancel()
 	wd := watch(runCtx, gw, int64(h.cfg.hostileRSSCapMiB)<<20)
 	var win window
+	var counter atomic.Int64 // numbers every hostile request of the phase
+	if len(items) > 0 && h.cfg.hostileAloneWindow > 0 {
+		ph.Alone = h.attackAlone(runCtx, &t, items, gw, &counter)
+	}
 
 	// The legitimate clients start first and warm up.
 	legitHC := newHTTPClient(h.cfg.legitClients)
@@ -438,7 +479,6 @@ func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attac
 	var statsMu sync.Mutex
 	if len(items) > 0 {
 		hc := newHTTPClient(h.cfg.attackers)
-		var counter atomic.Int64
 		for i := range h.cfg.attackers {
 			attackWG.Go(func() {
 				local := attack(runCtx, hc, &t, items, i, h.cfg.hostileTimeout, &counter, &win)
@@ -473,6 +513,40 @@ func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attac
 	ph.PeakRSS = max(hwm, wd.maxRSS)
 	ph.Stopped = wd.why
 	return ph, ctx.Err()
+}
+
+// attackAlone runs the attackers alone for the alone window, before the
+// legitimate clients start, and measures the gateway's CPU and the hostile
+// requests answered in it. A caller the attack gets paced stays paced into
+// the window with the legitimate clients, as it would under a real attack.
+func (h *hostileRun) attackAlone(ctx context.Context, t *hostileTarget, items []attackItem, gw *proc, counter *atomic.Int64) *aloneWindow {
+	actx, stop := context.WithCancel(ctx)
+	defer stop()
+	hc := newHTTPClient(h.cfg.attackers)
+	var win window
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	cpu0 := cpuOf([]int{gw.pid()})
+	start := time.Now()
+	win.from.Store(start.UnixNano())
+	for i := range h.cfg.attackers {
+		wg.Go(func() {
+			for _, st := range attack(actx, hc, t, items, i, h.cfg.hostileTimeout, counter, &win) {
+				answered.Add(int64(st.answered()))
+			}
+		})
+	}
+	select {
+	case <-time.After(h.cfg.hostileAloneWindow):
+	case <-ctx.Done():
+	}
+	end := time.Now()
+	win.to.Store(end.UnixNano())
+	cpu1 := cpuOf([]int{gw.pid()})
+	stop()
+	wg.Wait()
+	hc.CloseIdleConnections()
+	return &aloneWindow{Window: end.Sub(start), GatewayCPU: max(cpu1-cpu0, 0), Answered: int(answered.Load())}
 }
 
 // legitWarmup is how long the legitimate traffic runs alone before the
@@ -634,10 +708,9 @@ func hostileGoals(r *hostileReport) []goalRow {
 		var misses []string
 		for _, ph := range perDoc {
 			t := ph.total()
-			net, _ := r.hostileCPU(ph)
 			per := time.Duration(1<<62 - 1)
-			if t.answered() > 0 {
-				per = net / time.Duration(t.answered())
+			if c, ok := r.cpuPerAnswer(ph); ok {
+				per = c
 			}
 			if t.answered() > 0 && t.TimedOut == 0 && t.Failed == 0 && per <= goalHostileCPU {
 				met++

@@ -43,16 +43,29 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 	} else {
 		p("no gateway for its memory (no cap).\n\n")
 	}
-	p("CPU per hostile answer is the gateway's CPU in the window (from `/proc`), less what the legitimate requests of\n")
-	p("the window cost in the quiet run (%s each), divided by the hostile requests answered in the window (\"net\");\n", ms(perLegit))
-	p("\"gross\" leaves the legitimate traffic in. Requests that meet the client timeout are not answered, so their\n")
+	if r.aloneMeasured() {
+		p("Each attack phase starts with the attack alone for %v, before the legitimate clients start: CPU per\n", r.AloneWindow)
+		p("hostile answer is the gateway's CPU in that window (from `/proc`) divided by the hostile requests answered\n")
+		p("in it (\"alone\"; a paced attack has a few dozen answers a second, too few to read net of a thousand\n")
+		p("legitimate ones). The legitimate figures, the answers below and \"gross\" (the gateway's CPU in the window\n")
+		p("with both ÷ the hostile answers in it) are from the window with both, which follows at once.\n")
+	} else {
+		p("CPU per hostile answer is the gateway's CPU in the window (from `/proc`), less what the legitimate requests of\n")
+		p("the window cost in the quiet run (%s each), divided by the hostile requests answered in the window (\"net\");\n", ms(perLegit))
+		p("\"gross\" leaves the legitimate traffic in.\n")
+	}
+	p("Requests that meet the client timeout are not answered, so their\n")
 	p("CPU weighs on the others: a shape that is never answered has no figure and misses the goal. Peak RSS is the\n")
 	p("gateway's VmHWM in the window (or the highest RSS sampled every 20 ms, if it was killed).\n\n")
 
 	renderGoalTable(b, r.Goals)
 
 	p("### Phases\n\n")
-	p("| phase | legit req/s | ÷ quiet | legit errors | hostile answered | timed out | failed | gateway CPU | CPU per answer, net | gross | peak RSS | gateway stopped |\n")
+	perCol := "CPU per answer, net"
+	if r.aloneMeasured() {
+		perCol = "CPU per answer, alone"
+	}
+	p("| phase | legit req/s | ÷ quiet | legit errors | hostile answered | timed out | failed | gateway CPU | %s | gross | peak RSS | gateway stopped |\n", perCol)
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range r.Phases {
 		ph := &r.Phases[i]
@@ -63,9 +76,11 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 				of = fmt.Sprintf("%.2f", ph.legitRPS()/quiet)
 			}
 			answered, timedOut, failed = fmt.Sprint(t.answered()), fmt.Sprint(t.TimedOut), fmt.Sprint(t.Failed)
+			if c, ok := r.cpuPerAnswer(ph); ok {
+				net = ms(c)
+			}
 			if t.answered() > 0 {
-				n, g := r.hostileCPU(ph)
-				net, gross = ms(n/time.Duration(t.answered())), ms(g/time.Duration(t.answered()))
+				gross = ms(ph.GatewayCPU / time.Duration(t.answered()))
 			}
 		}
 		stopped := ph.Stopped

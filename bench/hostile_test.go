@@ -196,7 +196,19 @@ func TestHostileGoals(t *testing.T) {
 			t.Errorf("with a hung shape: %s met (%s)", row.Goal, row.Measured)
 		}
 	}
-	if net, _ := r.hostileCPU(&r.Phases[1]); net != 100*time.Millisecond {
-		t.Errorf("net CPU of the cheap shape %v, want 100ms", net)
+	if per, ok := r.cpuPerAnswer(&r.Phases[1]); !ok || per != time.Millisecond {
+		t.Errorf("net CPU per answer of the cheap shape %v, want 1ms", per)
+	}
+	// With the attack measured alone, CPU per answer is read from it, and a
+	// shape that costs more than the goal there misses it.
+	dear := cheap
+	dear.Name, dear.Alone = "dear", &aloneWindow{Window: time.Second, GatewayCPU: 600 * time.Millisecond, Answered: 100}
+	dear.Hostile = map[string]*shapeStats{"dear": {Sent: 100, AnsweredWithKey: 100}}
+	r.Phases = []hostilePhase{quiet, dear, quiet}
+	if per, ok := r.cpuPerAnswer(&r.Phases[1]); !ok || per != 6*time.Millisecond {
+		t.Errorf("CPU per answer of the attack alone %v, want 6ms", per)
+	}
+	if row := hostileGoals(r)[0]; row.Met || !strings.Contains(row.Measured, "dear") {
+		t.Errorf("a shape at 6 ms alone: %s met (%s)", row.Goal, row.Measured)
 	}
 }

@@ -80,6 +80,7 @@ type config struct {
 	legitClients          int
 	hostileWindow         time.Duration
 	hostileShapeWindow    time.Duration
+	hostileAloneWindow    time.Duration
 	hostileTimeout        time.Duration
 	hostileRequestTimeout time.Duration
 	hostileRSSCapMiB      int
@@ -154,6 +155,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.hostileWindow, "hostile-window", 4*time.Second, "hostile: length of the quiet runs and of the attack with every shape at once")
 	fs.DurationVar(&c.hostileShapeWindow, "hostile-shape-window", 3*time.Second, "hostile: length of the attack with each shape alone, "+
 		"longer than -hostile-timeout so that timeouts show (0: none)")
+	fs.DurationVar(&c.hostileAloneWindow, "hostile-alone-window", 2*time.Second, "hostile: length of the attack alone at the start of each attack phase, "+
+		"before the legitimate clients start, which CPU per hostile answer is read from (0: none; then it is read net of the legitimate traffic)")
 	fs.DurationVar(&c.hostileTimeout, "hostile-timeout", 2*time.Second, "hostile: client timeout of each hostile request")
 	fs.DurationVar(&c.hostileRequestTimeout, "hostile-request-timeout", time.Second, "hostile: the gateway's -request-timeout")
 	fs.IntVar(&c.hostileRSSCapMiB, "hostile-rss-cap", 2048, "hostile: MiB of RSS at which the harness kills the gateway (0: no cap)")
@@ -234,6 +237,7 @@ func parseFlags(args []string) (config, error) {
 		for name, apply := range map[string]func(){
 			"hostile-window":       func() { c.hostileWindow = 300 * time.Millisecond },
 			"hostile-shape-window": func() { c.hostileShapeWindow = 0 },
+			"hostile-alone-window": func() { c.hostileAloneWindow = 200 * time.Millisecond },
 			"random-docs":          func() { c.randomDocs = 64 },
 			"hostile-rss-cap":      func() { c.hostileRSSCapMiB = 1024 },
 		} {
@@ -254,10 +258,10 @@ func parseFlags(args []string) (config, error) {
 		}
 	}
 	if c.attackers < 1 || c.attackers > 1000 || c.legitClients < 1 || c.legitClients > 1000 || c.hostileWindow <= 0 ||
-		c.hostileShapeWindow < 0 || c.hostileTimeout <= 0 || c.hostileRequestTimeout <= 0 || c.hostileRSSCapMiB < 0 ||
+		c.hostileShapeWindow < 0 || c.hostileAloneWindow < 0 || c.hostileTimeout <= 0 || c.hostileRequestTimeout <= 0 || c.hostileRSSCapMiB < 0 ||
 		c.randomDocs < 1 {
 		return c, errors.New("-attackers and -legit-clients from 1 to 1000, -hostile-window, -hostile-timeout, " +
-			"-hostile-request-timeout positive, -hostile-shape-window, -hostile-rss-cap not negative, -random-docs at least 1")
+			"-hostile-request-timeout positive, -hostile-shape-window, -hostile-alone-window, -hostile-rss-cap not negative, -random-docs at least 1")
 	}
 	if c.hostileShapeWindow > 0 && c.hostileShapeWindow <= c.hostileTimeout {
 		return c, fmt.Errorf("-hostile-shape-window (%v) must be longer than -hostile-timeout (%v), or 0", c.hostileShapeWindow, c.hostileTimeout)

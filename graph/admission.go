@@ -41,20 +41,23 @@ import (
 // bound; see docs/security.md.)
 //
 // A caller whose requests are refused often is paced (-caller-refusals,
-// r a second; 0: never). Each caller may have 2r refused requests at once
-// and r a second after that; a caller past that is paced: one of its
-// requests is admitted every 1/r seconds, whatever it asks, until its
-// refusals are back within the allowance. The others wait in its line as
-// above, and a paced request not admitted by its deadline is answered 504.
-// A refused request is one answered with a code the caller alone is to
-// blame for (codes.Info.Caller: no key or one the upstream refuses, a
-// document that does not parse, validate or fit the limits, a malformed
-// HTTP request, invalid input), or one over the per-key rate limit (429),
-// not one the upstream or the gateway failed.
-// So a caller that sends refused requests back to back, as a flood does, is
-// answered a few times a second, and waits meanwhile without costing CPU,
-// while every other caller goes on as before; a caller whose requests
-// succeed is never paced, however many it sends.
+// r a second; 0: never). Each caller has an allowance of 2r refusals,
+// refilled at r a second, which goes into debt by at most 2r; a caller
+// with less than one refusal left is paced: one of its requests is
+// admitted every 1/r seconds, whatever it asks. The others wait in its line
+// as above, and a paced request not admitted by its deadline is answered
+// 504. Once paced, and until its allowance is whole again, each of the
+// caller's requests in flight counts against the allowance until it ends,
+// so that its line is let in a few at a time as the allowance comes back.
+// A refusal is an answer without data whose code the caller alone is to
+// blame for (Info.Refused: no key or one the upstream refuses, a document
+// that does not parse, validate or fit the limits, a malformed HTTP
+// request, invalid input), not one the upstream or the gateway failed.
+// (The per-key rate limit answers 429 before admission, and is a bound of
+// its own.) So a caller that sends refused requests back to back, as a
+// flood does, is answered a few times a second, and waits meanwhile
+// without costing CPU, while every other caller goes on as before; a caller
+// whose requests succeed is never paced, however many it sends.
 //
 // A caller is the bearer key of the request (its keyed hash, never the key):
 //
@@ -81,8 +84,6 @@ type admission struct {
 	perCaller int // requests in flight per caller; 0: no bound
 	total     int // places; 0: no bound
 	refusals  int // refused requests a second per caller before pacing; 0: no pacing
-	// rateLimit, when not nil, is the per-key rate limit (Options.RateLimit).
-	rateLimit func(http.ResponseWriter, *http.Request) bool
 	// onPaced, when not nil, is told of each caller that runs out of its
 	// allowance of refusals, by kind (callerKind).
 	onPaced func(kind string)
@@ -100,9 +101,23 @@ type admission struct {
 
 // pace is the refusal allowance of a caller: a token bucket of refusals.
 type pace struct {
-	tokens float64   // refusals the caller may have now; below 1, it is paced
+	tokens float64   // refusals the caller may have now
 	at     time.Time // when tokens was counted
 	next   time.Time // when a paced caller's next request may be admitted
+	// watched is set once the caller has been paced, until its allowance is
+	// whole again: meanwhile each request in flight counts against the
+	// allowance until it ends, so that a paced caller's line is not let in
+	// all at once when the allowance comes back.
+	watched bool
+}
+
+// spare is what is left of p's allowance for line's caller to take now;
+// below 1, the caller is paced.
+func (a *admission) spare(p *pace, line *callerLine) float64 {
+	if !p.watched {
+		return p.tokens
+	}
+	return p.tokens - float64(line.running)
 }
 
 // callerLine is one caller's requests.
@@ -259,7 +274,14 @@ func (a *admission) due(line *callerLine) bool {
 	}
 	now := a.now()
 	a.refill(p, now)
-	if p.tokens >= 1 || !now.Before(p.next) {
+	if p.watched && p.tokens >= a.burst() {
+		p.watched = false
+	}
+	if a.spare(p, line) >= 1 {
+		return true
+	}
+	p.watched = true
+	if !now.Before(p.next) {
 		return true
 	}
 	if line.wake == nil {
@@ -275,17 +297,16 @@ func (a *admission) due(line *callerLine) bool {
 	return false
 }
 
-// admit1 admits the next request of line; if its caller is paced, the one
-// after it waits its turn.
+// admit1 admits the next request of line (which due let in); if its caller
+// is paced, the one after it waits its turn.
 func (a *admission) admit1(line *callerLine) {
+	if a.refusals > 0 {
+		if p, ok := a.paces.Peek(line.id); ok && a.spare(p, line) < 1 {
+			p.next = a.now().Add(time.Second / time.Duration(a.refusals))
+		}
+	}
 	line.running++
 	a.placed++
-	if a.refusals <= 0 {
-		return
-	}
-	if p, ok := a.paces.Peek(line.id); ok && p.tokens < 1 {
-		p.next = a.now().Add(time.Second / time.Duration(a.refusals))
-	}
 }
 
 // vacate frees the place of a request of line, and admits the next.
@@ -366,23 +387,16 @@ func (a *admission) admit(next http.Handler) http.Handler {
 		line := a.acquire(ctx, id)
 		if line == nil {
 			refuseRequest(w, r.WithContext(ctx), http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout,
-				"the request waited for its turn past its deadline: its caller had too many requests in flight"))
+				"the request waited for its turn past its deadline: its caller had too many requests in flight, or is paced for being refused too often"))
 			return
 		}
 		refused := false
 		defer func() { a.release(line, refused) }()
-		r = r.WithContext(ctx)
-		if a.rateLimit != nil && !a.rateLimit(w, r) {
-			refused = true
-			return
-		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(ctx))
 		i := InfoFrom(ctx)
-		outcome := i.Outcome()
-		if id == callerUnverified && i.UpstreamCalls() > 0 && outcome == "OK" {
+		if id == callerUnverified && i.UpstreamCalls() > 0 && i.Outcome() == "OK" {
 			a.accepted(keyHash)
 		}
-		c, _ := codes.Code(outcome).Info()
-		refused = c.Caller
+		refused = i.Refused()
 	})
 }

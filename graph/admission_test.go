@@ -219,16 +219,7 @@ func TestAdmissionPacesRefusedCallers(t *testing.T) {
 		}
 		a.release(l, false)
 	}
-	for {
-		a.mu.Lock()
-		idle := len(a.callers) == 0
-		a.mu.Unlock()
-		if idle {
-			break
-		}
-		time.Sleep(time.Millisecond) // a wake timer still due
-	}
-	waitIdle(t, a)
+	waitIdleSoon(t, a)
 }
 
 // Without -caller-refusals nobody is paced.
@@ -243,6 +234,80 @@ func TestAdmissionNoPacing(t *testing.T) {
 			t.Fatal("paced with no -caller-refusals")
 		}
 		a.release(l, true)
+	}
+	waitIdle(t, a)
+}
+
+// A paced caller's line is let in one by one as its allowance comes back,
+// not all at once: while it is watched, each request in flight counts
+// against the allowance until it ends.
+func TestAdmissionPacedLineComesBackSlowly(t *testing.T) {
+	t.Parallel()
+	const refusals = 20 // a burst of 40, then one each 50 ms
+	a := newAdmission(0, 0, refusals)
+	var clock fakeClock
+	clock.advance(time.Hour)
+	a.now = clock.now
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 2*refusals + 1 { // the allowance spent, then the first paced request: -1 left
+		l := a.acquire(expired, 10)
+		if l == nil {
+			t.Fatal("a refused request within the allowance waited")
+		}
+		a.release(l, true)
+	}
+
+	const waiting = 10
+	admitted := make(chan *callerLine, waiting)
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range waiting {
+		wg.Go(func() {
+			if l := a.acquire(ctx, 10); l != nil {
+				admitted <- l
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond) // all in line
+	// Two intervals: the allowance is back to 1, and the next paced turn due.
+	clock.advance(2 * time.Second / refusals)
+	var held []*callerLine
+	deadline := time.After(time.Second)
+collect:
+	for {
+		select {
+		case l := <-admitted:
+			held = append(held, l)
+		case <-deadline:
+			break collect
+		}
+	}
+	if len(held) == 0 || len(held) > 2 {
+		t.Errorf("%d of %d waiting requests were let in when the allowance came back to 1, want 1 or 2", len(held), waiting)
+	}
+	stop()
+	wg.Wait()
+	close(admitted)
+	for l := range admitted {
+		held = append(held, l)
+	}
+	for _, l := range held {
+		a.release(l, false)
+	}
+	waitIdleSoon(t, a)
+}
+
+// waitIdleSoon is waitIdle once any wake timer due has fired.
+func waitIdleSoon(t *testing.T, a *admission) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		a.mu.Lock()
+		idle := len(a.callers) == 0
+		a.mu.Unlock()
+		if idle {
+			break
+		}
 	}
 	waitIdle(t, a)
 }

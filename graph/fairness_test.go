@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +153,45 @@ func TestWaitingRequestAnswersAtItsDeadline(t *testing.T) {
 	}
 	if len(busy.r.Errors) > 0 {
 		t.Errorf("the request in flight: %s", busy.r.raw)
+	}
+}
+
+// withPacing sets -caller-refusals.
+func withPacing(refusals int) envOption {
+	return func(c *envConfig) { c.graph.CallerRefusals = refusals }
+}
+
+// Only answers without data are refusals for pacing: a caller whose every
+// answer has data and an error on one field (an invalid argument, a scope
+// its key lacks) is never paced, however many it sends; one whose answers
+// are errors alone is paced past its allowance, and its request then waits
+// past its deadline.
+func TestPacingCountsOnlyAnswersWithoutData(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withPacing(1)) // 2 refusals at once, then one a second
+	e.mustQuery(t, sim.DemoKey, slowQuery, nil, nil)
+	send := func(query string) response {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		return e.timed(t, ctx, sim.DemoKey, query).r
+	}
+	const partial = `{ budgets(first: 1) { nodes { name } } budget(id: "not-an-id") { name } }`
+	for i := range 10 {
+		r := send(partial)
+		if r.status != 200 || len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "BAD_USER_INPUT" || !strings.Contains(string(r.Data), "budgets") {
+			t.Fatalf("partial answer %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	const refused = `{ budget(id: "not-an-id") { name } }`
+	var got []string
+	for range 8 {
+		r := send(refused)
+		got = append(got, fmt.Sprint(r.status, " ", r.Errors[0].Extensions["code"]))
+		if r.status == 504 {
+			break
+		}
+	}
+	if n := len(got); n < 4 || got[n-1] != "504 REQUEST_TIMEOUT" {
+		t.Errorf("answers without data in a row: %q, want three or more BAD_USER_INPUT, then 504 REQUEST_TIMEOUT", got)
 	}
 }

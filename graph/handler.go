@@ -70,10 +70,6 @@ type Options struct {
 	// past 2×CallerRefusals refused requests, one of its requests a
 	// 1/CallerRefusals second is admitted. 0: never paced.
 	CallerRefusals int
-	// RateLimit, when not nil, is the per-key rate limit, applied to each
-	// request once admitted: it returns false when it answered the request
-	// itself (429 RATE_LIMITED), which then counts as refused for pacing.
-	RateLimit func(http.ResponseWriter, *http.Request) bool
 	// OnPaced, when not nil, is told of each caller that runs out of its
 	// allowance of refusals and is paced: kind is keyless, unaccepted or
 	// key (never which key). The endpoint also logs it.
@@ -157,7 +153,6 @@ func NewHandler(o Options) http.Handler {
 		lo.OnPanic = func() { o.OnPanic("loader") }
 	}
 	adm := newAdmission(o.CallerInFlight, o.InFlight, o.CallerRefusals)
-	adm.rateLimit = o.RateLimit
 	adm.onPaced = func(kind string) {
 		log.Warn("a caller is paced: it was refused more than -caller-refusals times a second",
 			"caller", kind, "caller_refusals", o.CallerRefusals)

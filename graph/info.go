@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 
@@ -24,6 +25,7 @@ type Info struct {
 	code      codes.Code
 	estimated int
 	answered  bool
+	withData  bool // the answer had errors and a root field that was not null
 }
 
 type infoKey struct{}
@@ -93,8 +95,9 @@ func (i *Info) setOperation(oc *graphql.OperationContext) {
 	i.estimated = limits.CostOf(oc).Estimated
 }
 
-// answer records the code of an answer: the first error's, or none.
-func (i *Info) answer(list gqlerror.List) {
+// answer records the code of an answer: the first error's, or none; and,
+// when it has errors, whether it has data as well.
+func (i *Info) answer(list gqlerror.List, data json.RawMessage) {
 	if i == nil {
 		return
 	}
@@ -107,7 +110,35 @@ func (i *Info) answer(list gqlerror.List) {
 	if len(list) > 0 {
 		c, _ := list[0].Extensions["code"].(string)
 		i.code = codes.Code(c)
+		i.withData = hasRootValue(data)
 	}
+}
+
+// hasRootValue reports whether data (a response's data member) is an
+// object with a member that is not null.
+func hasRootValue(data json.RawMessage) bool {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(data, &root) != nil {
+		return false
+	}
+	for _, v := range root {
+		if string(v) != "null" {
+			return true
+		}
+	}
+	return false
+}
+
+// Refused reports whether the request was refused through its caller's
+// fault alone: answered with a code that blames the caller
+// (codes.Info.Caller) and without any data. An answer with data and an
+// error on some field (a scope the key lacks, an invalid argument deep in
+// the query) is not a refusal: the caller got something.
+func (i *Info) Refused() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	c, _ := i.code.Info()
+	return i.answered && c.Caller && !i.withData
 }
 
 // Refuse records that the request was answered with the code c before the

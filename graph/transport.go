@@ -80,7 +80,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	rc, list := exec.CreateOperationContext(ctx, params)
 	if list != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), list)
-		InfoFrom(ctx).answer(resp.Errors)
+		InfoFrom(ctx).answer(resp.Errors, resp.Data)
 		writeResponse(w, media, requestErrorStatus(list, media), resp, false)
 		return
 	}
@@ -106,10 +106,10 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	case first == nil:
 		refuseRequest(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
 	case multipart && hasNext(first):
-		InfoFrom(ctx).answer(first.Errors)
+		InfoFrom(ctx).answer(first.Errors, first.Data)
 		writeIncremental(ctx, w, first, responses)
 	default:
-		InfoFrom(ctx).answer(first.Errors)
+		InfoFrom(ctx).answer(first.Errors, first.Data)
 		writeResponse(w, media, http.StatusOK, first, true)
 	}
 }

@@ -83,7 +83,7 @@ type Config struct {
 	// wait in line, each caller in turn (0: no bound).
 	RequestsInFlight int
 	// CallerRefusals paces a caller whose requests are refused through its
-	// own fault more than that many times a second (twice that at once):
+	// own fault more than that many times a second (in bursts of twice that):
 	// one of its requests a 1/CallerRefusals second is admitted (0: never).
 	CallerRefusals int
 	// PersistedDocuments is a manifest of trusted documents (document id →
@@ -174,13 +174,13 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Want("memory-limit", "a size such as 80MiB, 1GiB or 0")
 	fs.IntVar(&c.CallerInFlight, "caller-in-flight", 0, "most requests of one caller (API key; all requests without a key are one caller) worked on at once, more wait in line (0: no bound)")
 	fs.IntVar(&c.RequestsInFlight, "requests-in-flight", DefaultRequestsInFlight, "most requests worked on at once in all, more wait in line, each caller in turn (0: no bound)")
-	fs.IntVar(&c.CallerRefusals, "caller-refusals", DefaultCallerRefusals, "refused requests a second (twice that at once) a caller may have before it is paced to one request in 1/N s; "+
-		"refused: no or an unknown key, a document or HTTP request the gateway refuses, invalid input (0: never paced)")
+	fs.IntVar(&c.CallerRefusals, "caller-refusals", DefaultCallerRefusals, "refused requests a second (in bursts of twice that) a caller may have before it is paced to one request in 1/N s; "+
+		"refused: answered without data for no or an unknown key, a scope the key lacks, a document or HTTP request the gateway refuses, invalid input (0: never paced)")
 	fs.StringVar(&c.PersistedDocuments, "persisted-documents", "", "trusted documents: a JSON `file` of document id to document text (Relay, graphql-codegen) or an Apollo persisted query manifest")
 	fs.BoolVar(&c.OnlyPersisted, "only-persisted", false, "run only the documents of -persisted-documents; no automatic persisted queries")
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of a second listener for /metrics, /debug/pprof/ and the health endpoints, which then leave -listen; empty: off")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "`URL` (redis://host:port/db) of the Redis that keeps persisted queries and the rate limit for every replica; empty: in memory")
-	fs.IntVar(&c.RateLimit, "rate-limit", 0, "requests a second each API key may make, across replicas with -redis-url (0: no limit)")
+	fs.IntVar(&c.RateLimit, "rate-limit", 0, "requests a second each API key may make (requests without a key share one allowance), across replicas with -redis-url (0: no limit)")
 	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
 	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -admin-listen, or -listen without one, on loopback; exit 0 if it answers 200, else 1")
 	fs.Action("version", "healthcheck")

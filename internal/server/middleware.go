@@ -65,9 +65,9 @@ func (g *instruments) observe(ctx context.Context, a upstream.Attempt) (context.
 	}
 }
 
-// graphql wraps the GraphQL endpoint: the operation's span, and its
-// metrics.
-func (g *instruments) graphql(next http.Handler) http.Handler {
+// graphql wraps the GraphQL endpoint: the per-key rate limit (when limiter
+// is not nil), the operation's span, and its metrics.
+func (g *instruments) graphql(limiter sharedstate.Limiter, perSecond int, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var done func(opType, code string, d time.Duration)
 		if g.metrics != nil {
@@ -76,7 +76,13 @@ func (g *instruments) graphql(next http.Handler) http.Handler {
 		start := time.Now()
 		ctx, op := g.tracing.StartOperation(r.Context())
 		info := graph.InfoFrom(ctx)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		if limiter != nil && !allowed(ctx, w, r, limiter, perSecond) {
+			if g.metrics != nil {
+				g.metrics.RateLimited()
+			}
+		} else {
+			next.ServeHTTP(w, r.WithContext(ctx))
+		}
 		if info == nil {
 			return
 		}
@@ -89,40 +95,33 @@ func (g *instruments) graphql(next http.Handler) http.Handler {
 	})
 }
 
-// rateLimit is the per-key rate limit that the GraphQL endpoint applies once
-// a request is admitted (graph.Options.RateLimit): it takes a request of its
-// bearer key from limiter, and answers 429 RATE_LIMITED, with Retry-After,
-// when the key is over it. Requests without a key share one allowance, as
-// they are one caller for admission: they may only introspect, and a flood
-// of them is a flood all the same. (The empty string is no key a request can
-// carry, so it names them apart from every key.)
-func (g *instruments) rateLimit(limiter sharedstate.Limiter, perSecond int) func(http.ResponseWriter, *http.Request) bool {
-	return func(w http.ResponseWriter, r *http.Request) bool {
-		key, ok := graph.BearerKey(r)
-		if !ok {
-			key = ""
-		}
-		ctx := r.Context()
-		allowed, retryAfter := limiter.Allow(ctx, key)
-		if allowed {
-			return true
-		}
-		if g.metrics != nil {
-			g.metrics.RateLimited()
-		}
-		if i := graph.InfoFrom(ctx); i != nil {
-			i.Refuse(codes.RateLimited)
-		}
-		who := "this API key is"
-		if key == "" {
-			who = "requests without an API key are"
-		}
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retryAfter.Seconds(), 1)))))
-		codes.Write(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
-			"%s over the gateway's rate limit of %d requests a second; retry after Retry-After", who, perSecond).
-			With("retryable", true))
-		return false
+// allowed takes a request of its bearer key from the rate limit, and
+// answers 429 RATE_LIMITED, with Retry-After, when the key is over it.
+// Requests without a key share one allowance, as they are one caller for
+// admission: they may only introspect, but a flood of them is a flood all
+// the same. (The empty string is no key a request can carry, so it names
+// them apart from every key.)
+func allowed(ctx context.Context, w http.ResponseWriter, r *http.Request, limiter sharedstate.Limiter, perSecond int) bool {
+	key, ok := graph.BearerKey(r)
+	if !ok {
+		key = ""
 	}
+	ok, retryAfter := limiter.Allow(ctx, key)
+	if ok {
+		return true
+	}
+	if i := graph.InfoFrom(ctx); i != nil {
+		i.Refuse(codes.RateLimited)
+	}
+	who := "this API key is"
+	if key == "" {
+		who = "requests without an API key are"
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retryAfter.Seconds(), 1)))))
+	codes.Write(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
+		"%s over the gateway's rate limit of %d requests a second; retry after Retry-After", who, perSecond).
+		With("retryable", true))
+	return false
 }
 
 // withCORS lets the browser origins of the list call the gateway (see

@@ -171,11 +171,8 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	if g.metrics != nil {
 		gopts.OnPanic, gopts.OnCacheLookup, gopts.OnPaced = g.metrics.Panic, g.metrics.CacheLookup, g.metrics.Paced
 	}
-	if limiter != nil {
-		gopts.RateLimit = g.rateLimit(limiter, cfg.RateLimit)
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", g.graphql(graph.NewHandler(gopts)))
+	mux.Handle("/graphql", g.graphql(limiter, cfg.RateLimit, graph.NewHandler(gopts)))
 	health := mux
 	if adminLn != nil {
 		health = http.NewServeMux()

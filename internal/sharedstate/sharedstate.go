@@ -157,7 +157,8 @@ func (s *APQ) Add(ctx context.Context, hash, query string) {
 
 // A Limiter allows each caller's requests up to a rate.
 type Limiter interface {
-	// Allow takes one request of the caller whose bearer key is key, and
+	// Allow takes one request of the caller whose bearer key is key (""
+	// for every request without a key, which share one allowance), and
 	// says whether it may go on and, if not, when to try again.
 	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration)
 }

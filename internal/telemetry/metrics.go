@@ -77,7 +77,7 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 	}, []string{"result"})
 	m.rateLimits = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "costgw_rate_limit_rejections_total",
-		Help: "Requests refused because their API key was over -rate-limit.",
+		Help: "Requests refused because their API key (or all requests without a key together) was over -rate-limit.",
 	})
 	m.paced = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "costgw_callers_paced_total",
