@@ -149,6 +149,32 @@ func waitIdle(t *testing.T, a *admission) {
 	}
 }
 
+// pacedAdmission returns an admission with -caller-refusals refusals on a
+// fake clock, and a context that has ended (acquire then admits only what
+// needs no wait).
+func pacedAdmission(refusals int) (*admission, *fakeClock, context.Context) {
+	a := newAdmission(0, 0, refusals)
+	clock := &fakeClock{}
+	clock.advance(time.Hour)
+	a.now = clock.now
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	return a, clock, expired
+}
+
+// admitN admits n requests of caller id one after another, each ended at
+// once, refused or not; it fails if one waits.
+func admitN(t *testing.T, a *admission, ctx context.Context, id callerID, n int, refused bool, what string) {
+	t.Helper()
+	for i := range n {
+		l := a.acquire(ctx, id)
+		if l == nil {
+			t.Fatalf("%s: request %d waited", what, i)
+		}
+		a.release(l, refused)
+	}
+}
+
 // fakeClock is a clock the test moves.
 type fakeClock struct{ ns atomic.Int64 }
 
@@ -162,31 +188,13 @@ func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func TestAdmissionPacesRefusedCallers(t *testing.T) {
 	t.Parallel()
 	const refusals = 20 // a burst of 40, then one each 50 ms
-	a := newAdmission(0, 0, refusals)
-	var clock fakeClock
-	clock.advance(time.Hour)
-	a.now = clock.now
+	a, clock, expired := pacedAdmission(refusals)
 	ctx := context.Background()
-	expired, cancel := context.WithCancel(ctx)
-	cancel()
-
-	for i := range 2*refusals + 1 { // the burst, and the first paced one
-		l := a.acquire(expired, 10)
-		if l == nil {
-			t.Fatalf("refused request %d waited within the allowance", i)
-		}
-		a.release(l, true)
-	}
+	admitN(t, a, expired, 10, 2*refusals+1, true, "the allowance, and the first paced request")
 	if a.acquire(expired, 10) != nil {
 		t.Fatal("a caller past its allowance was admitted before its turn")
 	}
-	for range 1000 {
-		l := a.acquire(expired, 11)
-		if l == nil {
-			t.Fatal("a caller whose requests succeed waited")
-		}
-		a.release(l, false)
-	}
+	admitN(t, a, expired, 11, 1000, false, "a caller whose requests succeed")
 	if l := a.acquire(expired, 12); l == nil {
 		t.Fatal("another caller waited behind a paced one")
 	} else {
@@ -212,29 +220,15 @@ func TestAdmissionPacesRefusedCallers(t *testing.T) {
 
 	// Paid off: the allowance comes back at refusals a second.
 	clock.advance(3 * time.Second)
-	for range 2 * refusals {
-		l := a.acquire(expired, 10)
-		if l == nil {
-			t.Fatal("a caller that stopped being refused is still paced")
-		}
-		a.release(l, false)
-	}
+	admitN(t, a, expired, 10, 2*refusals, false, "a caller that stopped being refused")
 	waitIdleSoon(t, a)
 }
 
 // Without -caller-refusals nobody is paced.
 func TestAdmissionNoPacing(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(0, 0, 0)
-	expired, cancel := context.WithCancel(context.Background())
-	cancel()
-	for range 1000 {
-		l := a.acquire(expired, 10)
-		if l == nil {
-			t.Fatal("paced with no -caller-refusals")
-		}
-		a.release(l, true)
-	}
+	a, _, expired := pacedAdmission(0)
+	admitN(t, a, expired, 10, 1000, true, "no -caller-refusals")
 	waitIdle(t, a)
 }
 
@@ -244,19 +238,9 @@ func TestAdmissionNoPacing(t *testing.T) {
 func TestAdmissionPacedLineComesBackSlowly(t *testing.T) {
 	t.Parallel()
 	const refusals = 20 // a burst of 40, then one each 50 ms
-	a := newAdmission(0, 0, refusals)
-	var clock fakeClock
-	clock.advance(time.Hour)
-	a.now = clock.now
-	expired, cancel := context.WithCancel(context.Background())
-	cancel()
-	for range 2*refusals + 1 { // the allowance spent, then the first paced request: -1 left
-		l := a.acquire(expired, 10)
-		if l == nil {
-			t.Fatal("a refused request within the allowance waited")
-		}
-		a.release(l, true)
-	}
+	a, clock, expired := pacedAdmission(refusals)
+	// The allowance spent, then the first paced request: -1 left.
+	admitN(t, a, expired, 10, 2*refusals+1, true, "the allowance, and the first paced request")
 
 	const waiting = 10
 	admitted := make(chan *callerLine, waiting)
