@@ -475,23 +475,9 @@ func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attac
 	cpu0 := cpuOf([]int{gw.pid()})
 	win.from.Store(time.Now().UnixNano())
 
-	var attackWG sync.WaitGroup
-	var statsMu sync.Mutex
+	attackers := func() map[string]*shapeStats { return nil }
 	if len(items) > 0 {
-		hc := newHTTPClient(h.cfg.attackers)
-		for i := range h.cfg.attackers {
-			attackWG.Go(func() {
-				local := attack(runCtx, hc, &t, items, i, h.cfg.hostileTimeout, &counter, &win)
-				statsMu.Lock()
-				for k, v := range local {
-					if ph.Hostile[k] == nil {
-						ph.Hostile[k] = &shapeStats{Statuses: map[string]int{}}
-					}
-					ph.Hostile[k].add(v)
-				}
-				statsMu.Unlock()
-			})
-		}
+		attackers = h.startAttackers(runCtx, &t, items, &counter, &win)
 	}
 	select {
 	case <-time.After(length):
@@ -501,7 +487,9 @@ func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attac
 	cpu1 := cpuOf([]int{gw.pid()})
 	hwm := statusKB(gw.pid(), "VmHWM")
 	cancel()
-	attackWG.Wait()
+	for k, v := range attackers() {
+		ph.Hostile[k] = v
+	}
 	legitWG.Wait()
 	<-wd.done
 	wd.mu.Lock()
@@ -522,20 +510,11 @@ func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attac
 func (h *hostileRun) attackAlone(ctx context.Context, t *hostileTarget, items []attackItem, gw *proc, counter *atomic.Int64) *aloneWindow {
 	actx, stop := context.WithCancel(ctx)
 	defer stop()
-	hc := newHTTPClient(h.cfg.attackers)
 	var win window
-	var wg sync.WaitGroup
-	var answered atomic.Int64
 	cpu0 := cpuOf([]int{gw.pid()})
 	start := time.Now()
 	win.from.Store(start.UnixNano())
-	for i := range h.cfg.attackers {
-		wg.Go(func() {
-			for _, st := range attack(actx, hc, t, items, i, h.cfg.hostileTimeout, counter, &win) {
-				answered.Add(int64(st.answered()))
-			}
-		})
-	}
+	attackers := h.startAttackers(actx, t, items, counter, &win)
 	select {
 	case <-time.After(h.cfg.hostileAloneWindow):
 	case <-ctx.Done():
@@ -544,9 +523,40 @@ func (h *hostileRun) attackAlone(ctx context.Context, t *hostileTarget, items []
 	win.to.Store(end.UnixNano())
 	cpu1 := cpuOf([]int{gw.pid()})
 	stop()
-	wg.Wait()
-	hc.CloseIdleConnections()
-	return &aloneWindow{Window: end.Sub(start), GatewayCPU: max(cpu1-cpu0, 0), Answered: int(answered.Load())}
+	answered := 0
+	for _, st := range attackers() {
+		answered += st.answered()
+	}
+	return &aloneWindow{Window: end.Sub(start), GatewayCPU: max(cpu1-cpu0, 0), Answered: answered}
+}
+
+// startAttackers starts the attackers, each sending items to t until ctx
+// ends and counting what ends in win; the func it returns waits for them
+// (once ctx has ended) and gives what they saw, per shape.
+func (h *hostileRun) startAttackers(ctx context.Context, t *hostileTarget, items []attackItem, counter *atomic.Int64,
+	win *window) func() map[string]*shapeStats {
+	hc := newHTTPClient(h.cfg.attackers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[string]*shapeStats{}
+	for i := range h.cfg.attackers {
+		wg.Go(func() {
+			local := attack(ctx, hc, t, items, i, h.cfg.hostileTimeout, counter, win)
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range local {
+				if seen[k] == nil {
+					seen[k] = &shapeStats{}
+				}
+				seen[k].add(v)
+			}
+		})
+	}
+	return func() map[string]*shapeStats {
+		wg.Wait()
+		hc.CloseIdleConnections()
+		return seen
+	}
 }
 
 // legitWarmup is how long the legitimate traffic runs alone before the

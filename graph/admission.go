@@ -228,8 +228,9 @@ func (a *admission) release(line *callerLine, refused bool) {
 		a.refill(p, a.now())
 		// The allowance goes into debt, to no more than a burst, so that a
 		// flood stays paced until it has been paid off.
-		paced = p.tokens >= 1 && p.tokens-1 < 1
+		before := p.tokens
 		p.tokens = max(p.tokens-1, -a.burst())
+		paced = before >= 1 && p.tokens < 1
 	}
 	line.running--
 	a.vacate(line)
@@ -397,6 +398,6 @@ func (a *admission) admit(next http.Handler) http.Handler {
 		if id == callerUnverified && i.UpstreamCalls() > 0 && i.Outcome() == "OK" {
 			a.accepted(keyHash)
 		}
-		refused = i.Refused()
+		refused = a.refusals > 0 && i.Refused()
 	})
 }

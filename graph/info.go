@@ -1,12 +1,14 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/costgw/gateway/graph/codes"
@@ -25,7 +27,7 @@ type Info struct {
 	code      codes.Code
 	estimated int
 	answered  bool
-	withData  bool // the answer had errors and a root field that was not null
+	data      json.RawMessage // the data of an answer with errors, for Refused
 }
 
 type infoKey struct{}
@@ -96,7 +98,7 @@ func (i *Info) setOperation(oc *graphql.OperationContext) {
 }
 
 // answer records the code of an answer: the first error's, or none; and,
-// when it has errors, whether it has data as well.
+// when it has errors, its data, for Refused.
 func (i *Info) answer(list gqlerror.List, data json.RawMessage) {
 	if i == nil {
 		return
@@ -110,20 +112,26 @@ func (i *Info) answer(list gqlerror.List, data json.RawMessage) {
 	if len(list) > 0 {
 		c, _ := list[0].Extensions["code"].(string)
 		i.code = codes.Code(c)
-		i.withData = hasRootValue(data)
+		i.data = data
 	}
 }
 
 // hasRootValue reports whether data (a response's data member) is an
-// object with a member that is not null.
+// object with a member that is not null. It reads the top level only.
 func hasRootValue(data json.RawMessage) bool {
-	var root map[string]json.RawMessage
-	if json.Unmarshal(data, &root) != nil {
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}
-	for _, v := range root {
-		if string(v) != "null" {
+	for dec.PeekKind() == '"' {
+		if _, err := dec.ReadToken(); err != nil {
+			return false
+		}
+		if dec.PeekKind() != 'n' {
 			return true
+		}
+		if err := dec.SkipValue(); err != nil {
+			return false
 		}
 	}
 	return false
@@ -138,7 +146,7 @@ func (i *Info) Refused() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	c, _ := i.code.Info()
-	return i.answered && c.Caller && !i.withData
+	return i.answered && c.Caller && !hasRootValue(i.data)
 }
 
 // Refuse records that the request was answered with the code c before the
