@@ -96,6 +96,20 @@ var upstreamCases = []errorCase{
 		code: "UPSTREAM_BAD_RESPONSE", path: []any{"explorer", "history", "costRows"}, data: `{"explorer":{"history":null}}`,
 	},
 	{
+		// Each amount is a finite float64; their sum is not, and the total
+		// is the one Float the gateway computes (model.MarshalFloat).
+		name: "actuals that add up past a float64", key: sim.DemoKey,
+		query: `query($id: ID!) { budget(id: $id) { actuals { total } } }`,
+		vars:  func(f fixture) map[string]any { return map[string]any{"id": f.budgetGID} },
+		setup: func(_ *testing.T, e *env, f fixture) {
+			failOn(e, "GET", "/v1/budgets/"+f.budgetID+"/actuals", func() *http.Response {
+				return answer(http.StatusOK, `{"data":{"actualsByPlanning":{},`+
+					`"accountActualsByPeriod":{"2026-10":1.7e308,"2026-11":1.7e308}}}`)
+			})
+		},
+		code: "UPSTREAM_BAD_RESPONSE", path: []any{"budget", "actuals"}, data: `{"budget":{"actuals":null}}`,
+	},
+	{
 		name: "budget without a required member", key: sim.DemoKey, query: qBudgets,
 		setup: func(_ *testing.T, e *env, _ fixture) {
 			failOn(e, "GET", "/v1/budgets", func() *http.Response {

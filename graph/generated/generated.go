@@ -3969,7 +3969,6 @@ func (ec *executionContext) fieldContext_Anomaly_endDate(_ context.Context, fiel
 }
 
 func (ec *executionContext) _Anomaly_scoreCurrent(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ScoreCurrent)
 }
 func (ec *executionContext) fieldContext_Anomaly_scoreCurrent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3977,7 +3976,6 @@ func (ec *executionContext) fieldContext_Anomaly_scoreCurrent(_ context.Context,
 }
 
 func (ec *executionContext) _Anomaly_scoreMax(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ScoreMax)
 }
 func (ec *executionContext) fieldContext_Anomaly_scoreMax(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3985,7 +3983,6 @@ func (ec *executionContext) fieldContext_Anomaly_scoreMax(_ context.Context, fie
 }
 
 func (ec *executionContext) _Anomaly_impactMax(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactMax)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactMax(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3993,7 +3990,6 @@ func (ec *executionContext) fieldContext_Anomaly_impactMax(_ context.Context, fi
 }
 
 func (ec *executionContext) _Anomaly_impactTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactTotal)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4001,7 +3997,6 @@ func (ec *executionContext) fieldContext_Anomaly_impactTotal(_ context.Context, 
 }
 
 func (ec *executionContext) _Anomaly_impactPct(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactPct)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactPct(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4009,7 +4004,6 @@ func (ec *executionContext) fieldContext_Anomaly_impactPct(_ context.Context, fi
 }
 
 func (ec *executionContext) _Anomaly_impactActualSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactActualSpend)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactActualSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4017,7 +4011,6 @@ func (ec *executionContext) fieldContext_Anomaly_impactActualSpend(_ context.Con
 }
 
 func (ec *executionContext) _Anomaly_impactExpectedSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Anomaly", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactExpectedSpend)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactExpectedSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4639,7 +4632,6 @@ func (ec *executionContext) fieldContext_BudgetActuals_byPlanning(_ context.Cont
 }
 
 func (ec *executionContext) _BudgetActuals_total(ctx context.Context, field graphql.CollectedField, obj *model.BudgetActuals) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetActuals", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Total)
 }
 func (ec *executionContext) fieldContext_BudgetActuals_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4814,7 +4806,6 @@ func (ec *executionContext) fieldContext_BudgetLookback_periods(_ context.Contex
 }
 
 func (ec *executionContext) _BudgetMetrics_totalTarget(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetMetrics", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.TotalTarget)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_totalTarget(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4822,7 +4813,6 @@ func (ec *executionContext) fieldContext_BudgetMetrics_totalTarget(_ context.Con
 }
 
 func (ec *executionContext) _BudgetMetrics_totalActual(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetMetrics", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.TotalActual)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_totalActual(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4830,7 +4820,6 @@ func (ec *executionContext) fieldContext_BudgetMetrics_totalActual(_ context.Con
 }
 
 func (ec *executionContext) _BudgetMetrics_variance(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "BudgetMetrics", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Variance)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_variance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4969,7 +4958,6 @@ func (ec *executionContext) fieldContext_DimensionValue_value(_ context.Context,
 }
 
 func (ec *executionContext) _DimensionValue_cost(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValue) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "DimensionValue", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_DimensionValue_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5367,7 +5355,6 @@ func (ec *executionContext) fieldContext_ExplorerHistory_servedFromCache(_ conte
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_currentTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerPreviousPeriod", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.CurrentTotal)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_currentTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5375,7 +5362,6 @@ func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_currentTotal(_ c
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_previousTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerPreviousPeriod", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousTotal)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_previousTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5383,7 +5369,6 @@ func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_previousTotal(_ 
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_changePercent(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerPreviousPeriod", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ChangePercent)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_changePercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5488,7 +5473,6 @@ func (ec *executionContext) fieldContext_HeatmapRow_day(_ context.Context, field
 }
 
 func (ec *executionContext) _HeatmapRow_cost(ctx context.Context, field graphql.CollectedField, obj *upstream.HeatmapRow) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "HeatmapRow", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_HeatmapRow_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5510,7 +5494,6 @@ func (ec *executionContext) fieldContext_HistoryCostRow_date(_ context.Context, 
 }
 
 func (ec *executionContext) _HistoryCostRow_cost(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "HistoryCostRow", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5533,7 +5516,6 @@ func (ec *executionContext) fieldContext_LookbackPeriod_periodKey(_ context.Cont
 }
 
 func (ec *executionContext) _LookbackPeriod_actual(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "LookbackPeriod", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Actual)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_actual(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5541,7 +5523,6 @@ func (ec *executionContext) fieldContext_LookbackPeriod_actual(_ context.Context
 }
 
 func (ec *executionContext) _LookbackPeriod_projected(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "LookbackPeriod", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalOFloat2ᚖfloat64(ctx, field.Selections, obj.Projected)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_projected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5716,7 +5697,6 @@ func (ec *executionContext) fieldContext_PeriodAmount_period(_ context.Context, 
 }
 
 func (ec *executionContext) _PeriodAmount_amount(ctx context.Context, field graphql.CollectedField, obj *model.PeriodAmount) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "PeriodAmount", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Amount)
 }
 func (ec *executionContext) fieldContext_PeriodAmount_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5807,7 +5787,6 @@ func (ec *executionContext) fieldContext_Planning_dimension2(_ context.Context, 
 }
 
 func (ec *executionContext) _Planning_previousMonth(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousMonth)
 }
 func (ec *executionContext) fieldContext_Planning_previousMonth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5815,7 +5794,6 @@ func (ec *executionContext) fieldContext_Planning_previousMonth(_ context.Contex
 }
 
 func (ec *executionContext) _Planning_avgLookback(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.AvgLookback)
 }
 func (ec *executionContext) fieldContext_Planning_avgLookback(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5823,7 +5801,6 @@ func (ec *executionContext) fieldContext_Planning_avgLookback(_ context.Context,
 }
 
 func (ec *executionContext) _Planning_percentGrowth(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PercentGrowth)
 }
 func (ec *executionContext) fieldContext_Planning_percentGrowth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5831,7 +5808,6 @@ func (ec *executionContext) fieldContext_Planning_percentGrowth(_ context.Contex
 }
 
 func (ec *executionContext) _Planning_percentSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Planning", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalOFloat2ᚖfloat64(ctx, field.Selections, obj.PercentSpend)
 }
 func (ec *executionContext) fieldContext_Planning_percentSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -6538,7 +6514,6 @@ func (ec *executionContext) fieldContext_Recommendation_recommendationName(_ con
 }
 
 func (ec *executionContext) _Recommendation_estimatedMonthlySavings(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Recommendation", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.EstimatedMonthlySavings)
 }
 func (ec *executionContext) fieldContext_Recommendation_estimatedMonthlySavings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -7086,7 +7061,6 @@ func (ec *executionContext) fieldContext_SummaryCard_description(_ context.Conte
 }
 
 func (ec *executionContext) _SummaryCard_value(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "SummaryCard", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Value)
 }
 func (ec *executionContext) fieldContext_SummaryCard_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -7094,7 +7068,6 @@ func (ec *executionContext) fieldContext_SummaryCard_value(_ context.Context, fi
 }
 
 func (ec *executionContext) _SummaryCard_previousValue(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "SummaryCard", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousValue)
 }
 func (ec *executionContext) fieldContext_SummaryCard_previousValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -7109,7 +7082,6 @@ func (ec *executionContext) fieldContext_TargetItem_dimensionValue(_ context.Con
 }
 
 func (ec *executionContext) _TargetItem_amount(ctx context.Context, field graphql.CollectedField, obj *model.TargetItem) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "TargetItem", Field: field, Child: leafHasNoChildFields})
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Amount)
 }
 func (ec *executionContext) fieldContext_TargetItem_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -13017,7 +12989,7 @@ func (ec *executionContext) unmarshalNExplorerQueryInput2githubᚗcomᚋcostgw�
 }
 
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
-	res, err := model.UnmarshalFloat(ctx, v)
+	res, err := model.UnmarshalFloat(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -13029,7 +13001,7 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 	}
-	return graphql.WrapContextMarshaler(ctx, res)
+	return res
 }
 
 func (ec *executionContext) unmarshalNGranularity2string(ctx context.Context, v any) (string, error) {
@@ -14345,7 +14317,7 @@ func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v an
 	if v == nil {
 		return nil, nil
 	}
-	res, err := model.UnmarshalFloat(ctx, v)
+	res, err := model.UnmarshalFloat(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -14354,8 +14326,9 @@ func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel as
 		return graphql.Null
 	}
 	_ = sel
+	_ = ctx
 	res := model.MarshalFloat(*v)
-	return graphql.WrapContextMarshaler(ctx, res)
+	return res
 }
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {

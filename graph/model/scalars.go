@@ -5,6 +5,7 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"regexp"
@@ -240,20 +241,28 @@ type Explorer struct{}
 
 // MarshalFloat prints a Float as a plain decimal, the shortest that reads
 // back as the same number, never in exponent notation: gqlgen's %g wrote a
-// budget's target of 3 432 522.36 as 3.43252236e+06. A value that is not a
-// number (NaN, ±Inf) fails its field.
-func MarshalFloat(f float64) graphql.ContextMarshaler {
-	return graphql.ContextWriterFunc(func(_ context.Context, w io.Writer) error {
-		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return codes.Errorf(codes.UpstreamBadResponse, "the upstream sent a number that is not finite")
-		}
+// budget's target of 3 432 522.36 as 3.43252236e+06.
+//
+// Every Float the gateway answers is finite by construction, so it is
+// marshalled without a context (the executor then makes no field context
+// for it, docs/performance.md): each comes from an upstream number, which
+// the decoders read as finite or refuse (JSON has no NaN or infinity, and a
+// number past float64's range is UPSTREAM_BAD_RESPONSE), or from the one
+// sum the gateway computes, a budget's actuals total, which is checked
+// where it is computed. A value that is not finite here is a bug in the
+// gateway: it panics, which the handler answers as INTERNAL and logs with
+// its stack, rather than writing a number that JSON cannot hold.
+func MarshalFloat(f float64) graphql.Marshaler {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		panic(fmt.Sprintf("a Float that is not finite (%v) reached the answer", f))
+	}
+	return graphql.WriterFunc(func(w io.Writer) {
 		var buf [32]byte
-		_, err := w.Write(strconv.AppendFloat(buf[:0], f, 'f', -1, 64))
-		return err
+		_, _ = w.Write(strconv.AppendFloat(buf[:0], f, 'f', -1, 64))
 	})
 }
 
 // UnmarshalFloat reads a Float input as gqlgen does.
-func UnmarshalFloat(ctx context.Context, v any) (float64, error) {
-	return graphql.UnmarshalFloatContext(ctx, v)
+func UnmarshalFloat(v any) (float64, error) {
+	return graphql.UnmarshalFloat(v)
 }

@@ -3,6 +3,7 @@ package resolvers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -83,16 +84,22 @@ func periodAmounts(m map[string]float64) []model.PeriodAmount {
 
 // actualsModel shapes a budget's actuals. The rows' actuals (byPlanning) are
 // shaped only when asked for: a page of budgets rarely wants them there, and
-// each row's own actuals field shapes them anyway.
-func actualsModel(a *upstream.BudgetActuals, byPlanning bool) *model.BudgetActuals {
+// each row's own actuals field shapes them anyway. The total is the one
+// Float the gateway computes rather than reads, so it is where a Float could
+// stop being finite (model.MarshalFloat): amounts whose sum is past
+// float64's range are refused as a bad upstream answer.
+func actualsModel(a *upstream.BudgetActuals, byPlanning bool) (*model.BudgetActuals, error) {
 	out := &model.BudgetActuals{ByPeriod: periodAmounts(a.AccountActualsByPeriod)}
 	for _, p := range out.ByPeriod {
 		out.Total += p.Amount
 	}
+	if math.IsInf(out.Total, 0) {
+		return nil, fmt.Errorf("%w: the budget's actuals add up to more than a float64 holds", upstream.ErrBadResponse)
+	}
 	out.Total = math.Round(out.Total*100) / 100 // amounts are cents; drop float noise
 	if !byPlanning {
 		out.ByPlanning = []model.PlanningActuals{}
-		return out
+		return out, nil
 	}
 	ids := make([]string, 0, len(a.ActualsByPlanning))
 	for id := range a.ActualsByPlanning {
@@ -103,7 +110,7 @@ func actualsModel(a *upstream.BudgetActuals, byPlanning bool) *model.BudgetActua
 	for i, id := range ids {
 		out.ByPlanning[i] = model.PlanningActuals{PlanningID: id, Periods: periodAmounts(a.ActualsByPlanning[id])}
 	}
-	return out
+	return out, nil
 }
 
 // targetItems turns a planning row's target map into a list sorted by value.

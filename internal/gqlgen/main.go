@@ -89,6 +89,7 @@ var neverNull = map[string]bool{
 	"github.com/99designs/gqlgen/graphql.MarshalID":         true,
 	"github.com/costgw/gateway/graph/model.MarshalDate":     true,
 	"github.com/costgw/gateway/graph/model.MarshalDateTime": true,
+	"github.com/costgw/gateway/graph/model.MarshalFloat":    true,
 	"github.com/costgw/gateway/graph/model.MarshalInt64":    true,
 }
 
