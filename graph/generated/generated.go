@@ -1835,6 +1835,47 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 type executionContext struct {
 	*graphql.ExecutionContextState[ResolverRoot, DirectiveRoot, ComplexityRoot]
+	collected collectedFields
+}
+
+// collectedFields caches graphql.CollectFields for one operation, by the
+// selection set and the object type's implementors, which are the same
+// slices for every object resolved with them: a list of fifty budgets
+// collects each selection once. gqlgen's own cache hashes the implementors'
+// names for every object to make its key.
+type collectedFields struct {
+	mu sync.RWMutex
+	m  map[collectedKey][]graphql.CollectedField
+}
+
+type collectedKey struct {
+	sel       *ast.Selection
+	n         int
+	satisfies *string
+}
+
+// collectFields is graphql.CollectFields(ec.OperationContext, sel, satisfies),
+// cached for the operation.
+func (ec *executionContext) collectFields(sel ast.SelectionSet, satisfies []string) []graphql.CollectedField {
+	if len(sel) == 0 || len(satisfies) == 0 {
+		return graphql.CollectFields(ec.OperationContext, sel, satisfies)
+	}
+	k := collectedKey{sel: &sel[0], n: len(sel), satisfies: &satisfies[0]}
+	c := &ec.collected
+	c.mu.RLock()
+	fields, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return fields
+	}
+	fields = graphql.CollectFields(ec.OperationContext, sel, satisfies)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[collectedKey][]graphql.CollectedField)
+	}
+	c.m[k] = fields
+	c.mu.Unlock()
+	return fields
 }
 
 func newExecutionContext(
@@ -8703,7 +8744,7 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 var anomalyImplementors = []string{"Anomaly", "Node"}
 
 func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, obj *upstream.Anomaly) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyImplementors)
+	fields := ec.collectFields(sel, anomalyImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -8881,7 +8922,7 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 var anomalyConnectionImplementors = []string{"AnomalyConnection"}
 
 func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyConnectionImplementors)
+	fields := ec.collectFields(sel, anomalyConnectionImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -8930,7 +8971,7 @@ func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.Sele
 var anomalyEdgeImplementors = []string{"AnomalyEdge"}
 
 func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, anomalyEdgeImplementors)
+	fields := ec.collectFields(sel, anomalyEdgeImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -8974,7 +9015,7 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 var budgetImplementors = []string{"Budget", "Node"}
 
 func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *upstream.Budget) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, budgetImplementors)
+	fields := ec.collectFields(sel, budgetImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9342,7 +9383,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 var budgetActualsImplementors = []string{"BudgetActuals"}
 
 func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetActuals) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, budgetActualsImplementors)
+	fields := ec.collectFields(sel, budgetActualsImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9391,7 +9432,7 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 var budgetConnectionImplementors = []string{"BudgetConnection"}
 
 func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, budgetConnectionImplementors)
+	fields := ec.collectFields(sel, budgetConnectionImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9440,7 +9481,7 @@ func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.Selec
 var budgetEdgeImplementors = []string{"BudgetEdge"}
 
 func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, budgetEdgeImplementors)
+	fields := ec.collectFields(sel, budgetEdgeImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9484,7 +9525,7 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 var budgetLookbackImplementors = []string{"BudgetLookback"}
 
 func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.SelectionSet, obj *upstream.Lookback) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, budgetLookbackImplementors)
+	fields := ec.collectFields(sel, budgetLookbackImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9523,7 +9564,7 @@ func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.Selecti
 var budgetMetricsImplementors = []string{"BudgetMetrics"}
 
 func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.SelectionSet, obj *upstream.BudgetMetrics) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, budgetMetricsImplementors)
+	fields := ec.collectFields(sel, budgetMetricsImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9572,7 +9613,7 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 var createBudgetPayloadImplementors = []string{"CreateBudgetPayload"}
 
 func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateBudgetPayload) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, createBudgetPayloadImplementors)
+	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9621,7 +9662,7 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 var deleteBudgetPayloadImplementors = []string{"DeleteBudgetPayload"}
 
 func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteBudgetPayload) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, deleteBudgetPayloadImplementors)
+	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9675,7 +9716,7 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 var dimensionValueImplementors = []string{"DimensionValue"}
 
 func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValue) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, dimensionValueImplementors)
+	fields := ec.collectFields(sel, dimensionValueImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9719,7 +9760,7 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 var dimensionValuesImplementors = []string{"DimensionValues"}
 
 func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValues) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, dimensionValuesImplementors)
+	fields := ec.collectFields(sel, dimensionValuesImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9773,7 +9814,7 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 var explorerImplementors = []string{"Explorer"}
 
 func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet, obj *model.Explorer) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, explorerImplementors)
+	fields := ec.collectFields(sel, explorerImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10022,7 +10063,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 var explorerHeatmapImplementors = []string{"ExplorerHeatmap"}
 
 func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHeatmap) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, explorerHeatmapImplementors)
+	fields := ec.collectFields(sel, explorerHeatmapImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10066,7 +10107,7 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 var explorerHistoryImplementors = []string{"ExplorerHistory"}
 
 func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHistory) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, explorerHistoryImplementors)
+	fields := ec.collectFields(sel, explorerHistoryImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10173,7 +10214,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 var explorerPreviousPeriodImplementors = []string{"ExplorerPreviousPeriod"}
 
 func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerPreviousPeriod) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, explorerPreviousPeriodImplementors)
+	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10227,7 +10268,7 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 var explorerReportImplementors = []string{"ExplorerReport", "Node"}
 
 func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerReport) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, explorerReportImplementors)
+	fields := ec.collectFields(sel, explorerReportImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10308,7 +10349,7 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 var explorerSummaryImplementors = []string{"ExplorerSummary"}
 
 func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerSummary) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, explorerSummaryImplementors)
+	fields := ec.collectFields(sel, explorerSummaryImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10352,7 +10393,7 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 var heatmapRowImplementors = []string{"HeatmapRow"}
 
 func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSet, obj *upstream.HeatmapRow) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, heatmapRowImplementors)
+	fields := ec.collectFields(sel, heatmapRowImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10401,7 +10442,7 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 var historyCostRowImplementors = []string{"HistoryCostRow"}
 
 func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryCostRow) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, historyCostRowImplementors)
+	fields := ec.collectFields(sel, historyCostRowImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10455,7 +10496,7 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 var lookbackPeriodImplementors = []string{"LookbackPeriod"}
 
 func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.LookbackPeriod) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, lookbackPeriodImplementors)
+	fields := ec.collectFields(sel, lookbackPeriodImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10504,7 +10545,7 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, mutationImplementors)
+	fields := ec.collectFields(sel, mutationImplementors)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
 		Object: "Mutation",
 	})
@@ -10568,7 +10609,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
+	fields := ec.collectFields(sel, pageInfoImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10622,7 +10663,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 var periodAmountImplementors = []string{"PeriodAmount"}
 
 func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.SelectionSet, obj *model.PeriodAmount) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, periodAmountImplementors)
+	fields := ec.collectFields(sel, periodAmountImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10666,7 +10707,7 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 var planningImplementors = []string{"Planning", "Node"}
 
 func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet, obj *upstream.Planning) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, planningImplementors)
+	fields := ec.collectFields(sel, planningImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10915,7 +10956,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 var planningActualsImplementors = []string{"PlanningActuals"}
 
 func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.SelectionSet, obj *model.PlanningActuals) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, planningActualsImplementors)
+	fields := ec.collectFields(sel, planningActualsImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10959,7 +11000,7 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, queryImplementors)
+	fields := ec.collectFields(sel, queryImplementors)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
 		Object: "Query",
 	})
@@ -11258,7 +11299,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 var queryCostImplementors = []string{"QueryCost"}
 
 func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet, obj *model.QueryCost) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, queryCostImplementors)
+	fields := ec.collectFields(sel, queryCostImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11302,7 +11343,7 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 var recommendationImplementors = []string{"Recommendation", "Node"}
 
 func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.SelectionSet, obj *upstream.Recommendation) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationImplementors)
+	fields := ec.collectFields(sel, recommendationImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11460,7 +11501,7 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 var recommendationConnectionImplementors = []string{"RecommendationConnection"}
 
 func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationConnectionImplementors)
+	fields := ec.collectFields(sel, recommendationConnectionImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11509,7 +11550,7 @@ func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel a
 var recommendationEdgeImplementors = []string{"RecommendationEdge"}
 
 func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, recommendationEdgeImplementors)
+	fields := ec.collectFields(sel, recommendationEdgeImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11553,7 +11594,7 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 var scheduledNotificationImplementors = []string{"ScheduledNotification", "Node"}
 
 func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.SelectionSet, obj *upstream.ScheduledNotification) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationImplementors)
+	fields := ec.collectFields(sel, scheduledNotificationImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11734,7 +11775,7 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 var scheduledNotificationConnectionImplementors = []string{"ScheduledNotificationConnection"}
 
 func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationConnectionImplementors)
+	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11788,7 +11829,7 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 var scheduledNotificationEdgeImplementors = []string{"ScheduledNotificationEdge"}
 
 func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, scheduledNotificationEdgeImplementors)
+	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11832,7 +11873,7 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 var summaryCardImplementors = []string{"SummaryCard"}
 
 func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionSet, obj *upstream.SummaryCard) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, summaryCardImplementors)
+	fields := ec.collectFields(sel, summaryCardImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11886,7 +11927,7 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 var targetItemImplementors = []string{"TargetItem"}
 
 func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSet, obj *model.TargetItem) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, targetItemImplementors)
+	fields := ec.collectFields(sel, targetItemImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11930,7 +11971,7 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 var updateBudgetPayloadImplementors = []string{"UpdateBudgetPayload"}
 
 func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateBudgetPayload) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, updateBudgetPayloadImplementors)
+	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11979,7 +12020,7 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *upstream.User) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
+	fields := ec.collectFields(sel, userImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12070,7 +12111,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 var userErrorImplementors = []string{"UserError"}
 
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, userErrorImplementors)
+	fields := ec.collectFields(sel, userErrorImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12124,7 +12165,7 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 var __DirectiveImplementors = []string{"__Directive"}
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __DirectiveImplementors)
+	fields := ec.collectFields(sel, __DirectiveImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12183,7 +12224,7 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 var __EnumValueImplementors = []string{"__EnumValue"}
 
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __EnumValueImplementors)
+	fields := ec.collectFields(sel, __EnumValueImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12237,7 +12278,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 var __FieldImplementors = []string{"__Field"}
 
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __FieldImplementors)
+	fields := ec.collectFields(sel, __FieldImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12301,7 +12342,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 var __InputValueImplementors = []string{"__InputValue"}
 
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __InputValueImplementors)
+	fields := ec.collectFields(sel, __InputValueImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12365,7 +12406,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 var __SchemaImplementors = []string{"__Schema"}
 
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __SchemaImplementors)
+	fields := ec.collectFields(sel, __SchemaImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12429,7 +12470,7 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 var __TypeImplementors = []string{"__Type"}
 
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, __TypeImplementors)
+	fields := ec.collectFields(sel, __TypeImplementors)
 	out := newObjectOut(fields)
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12524,6 +12565,7 @@ type objectOut struct {
 	Values   []graphql.Marshaler
 	Invalids uint32
 	delayed  []objectOutDelayed
+	small    [4]graphql.Marshaler // Values of an object of up to four fields, in the same allocation
 }
 
 type objectOutDelayed struct {
@@ -12532,7 +12574,13 @@ type objectOutDelayed struct {
 }
 
 func newObjectOut(fields []graphql.CollectedField) *objectOut {
-	return &objectOut{fields: fields, Values: make([]graphql.Marshaler, len(fields))}
+	o := &objectOut{fields: fields}
+	if len(fields) <= len(o.small) {
+		o.Values = o.small[:len(fields)]
+	} else {
+		o.Values = make([]graphql.Marshaler, len(fields))
+	}
+	return o
 }
 
 // Concurrently records f, the resolution of field i, for Dispatch.

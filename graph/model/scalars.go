@@ -3,6 +3,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -257,8 +258,11 @@ func MarshalFloat(f float64) graphql.Marshaler {
 		panic(fmt.Sprintf("a Float that is not finite (%v) reached the answer", f))
 	}
 	return graphql.WriterFunc(func(w io.Writer) {
-		var buf [32]byte
-		_, _ = w.Write(strconv.AppendFloat(buf[:0], f, 'f', -1, 64))
+		if b, ok := w.(*bytes.Buffer); ok { // the executor's: no buffer of our own to escape
+			b.Write(strconv.AppendFloat(b.AvailableBuffer(), f, 'f', -1, 64))
+			return
+		}
+		_, _ = io.WriteString(w, strconv.FormatFloat(f, 'f', -1, 64))
 	})
 }
 
