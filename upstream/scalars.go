@@ -42,10 +42,20 @@ func (d Date) Time() time.Time { return time.Date(d.Year, d.Month, d.Day, 0, 0, 
 func (d Date) IsZero() bool { return d == Date{} }
 
 // String formats the date as YYYY-MM-DD.
-func (d Date) String() string { return fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day) }
+func (d Date) String() string { return string(d.Append(nil)) }
+
+// Append appends the date as YYYY-MM-DD to b: String without a string.
+func (d Date) Append(b []byte) []byte {
+	if d.Year < 0 || d.Year > 9999 || d.Month < 1 || d.Month > 12 || d.Day < 1 || d.Day > 99 {
+		return fmt.Appendf(b, "%04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+	}
+	y, m := d.Year, int(d.Month)
+	return append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+m/10), byte('0'+m%10), '-', byte('0'+d.Day/10), byte('0'+d.Day%10))
+}
 
 // MarshalText implements encoding.TextMarshaler.
-func (d Date) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+func (d Date) MarshalText() ([]byte, error) { return d.Append(nil), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler with ParseDate's rules.
 func (d *Date) UnmarshalText(b []byte) error {
@@ -67,6 +77,9 @@ type Timestamp struct{ time.Time }
 
 // String formats the timestamp in TimestampLayout.
 func (t Timestamp) String() string { return t.UTC().Format(TimestampLayout) }
+
+// Append appends the timestamp in TimestampLayout to b.
+func (t Timestamp) Append(b []byte) []byte { return t.UTC().AppendFormat(b, TimestampLayout) }
 
 // MarshalText implements encoding.TextMarshaler.
 func (t Timestamp) MarshalText() ([]byte, error) { return []byte(t.String()), nil }

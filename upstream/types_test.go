@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -674,5 +675,28 @@ func TestTimestamp(t *testing.T) {
 				t.Errorf("decoded %v, want %v in UTC", got.Time, tc.want)
 			}
 		})
+	}
+}
+
+// Date.Append writes what the %04d-%02d-%02d it replaced wrote, for every
+// date and for values no parse makes.
+func TestDateAppend(t *testing.T) {
+	t.Parallel()
+	check := func(d upstream.Date) {
+		t.Helper()
+		want := fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day)
+		if got := string(d.Append([]byte("x"))); got != "x"+want {
+			t.Errorf("%#v.Append = %q, want %q", d, got, "x"+want)
+		}
+		if got := d.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", d, got, want)
+		}
+	}
+	for day := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); day.Year() < 10000; day = day.AddDate(0, 0, 97) {
+		check(upstream.DateOf(day))
+	}
+	for _, d := range []upstream.Date{{}, {Year: 9999, Month: 12, Day: 31}, {Year: 10000, Month: 1, Day: 1},
+		{Year: -1, Month: 1, Day: 1}, {Year: 2026, Month: 13, Day: 1}, {Year: 2026, Month: 1, Day: 100}} {
+		check(d)
 	}
 }

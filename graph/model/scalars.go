@@ -28,7 +28,9 @@ type Node any
 // MarshalDate prints a Date scalar as YYYY-MM-DD.
 func MarshalDate(d upstream.Date) graphql.Marshaler {
 	return graphql.WriterFunc(func(w io.Writer) {
-		_, _ = io.WriteString(w, strconv.Quote(d.String()))
+		b := buffer(w)
+		b = append(d.Append(append(b, '"')), '"')
+		_, _ = w.Write(b)
 	})
 }
 
@@ -49,8 +51,67 @@ func UnmarshalDate(v any) (upstream.Date, error) {
 // 2006-01-02T15:04:05.000Z.
 func MarshalDateTime(t upstream.Timestamp) graphql.Marshaler {
 	return graphql.WriterFunc(func(w io.Writer) {
-		_, _ = io.WriteString(w, strconv.Quote(t.String()))
+		b := buffer(w)
+		b = append(t.Append(append(b, '"')), '"')
+		_, _ = w.Write(b)
 	})
+}
+
+// MarshalString writes a String with graphql.MarshalString's escaping
+// (a control character, quote or backslash escaped; everything else as it
+// is), scanning bytes rather than runes, into the executor's buffer.
+func MarshalString(s string) graphql.Marshaler {
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(appendQuoted(buffer(w), s)) })
+}
+
+// UnmarshalString reads a String input as gqlgen does.
+func UnmarshalString(v any) (string, error) { return graphql.UnmarshalString(v) }
+
+// MarshalID writes an ID as MarshalString writes a String.
+func MarshalID(s string) graphql.Marshaler { return MarshalString(s) }
+
+// UnmarshalID reads an ID input as gqlgen does.
+func UnmarshalID(v any) (string, error) { return graphql.UnmarshalID(v) }
+
+const hexDigits = "0123456789ABCDEF"
+
+// appendQuoted appends s as a JSON string, escaped as gqlgen's
+// graphql.MarshalString escapes it.
+func appendQuoted(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\\', '"':
+			b = append(b, '\\', c)
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// buffer is where a marshaler appends what it writes to w: the free space
+// of the executor's bytes.Buffer, so that the Write that follows copies
+// nothing and nothing of the marshaler's escapes to the heap; for any other
+// writer, a new slice.
+func buffer(w io.Writer) []byte {
+	if b, ok := w.(*bytes.Buffer); ok {
+		return b.AvailableBuffer()
+	}
+	return nil
 }
 
 // UnmarshalDateTime accepts only the contract's form: UTC, milliseconds, Z.
@@ -257,13 +318,7 @@ func MarshalFloat(f float64) graphql.Marshaler {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		panic(fmt.Sprintf("a Float that is not finite (%v) reached the answer", f))
 	}
-	return graphql.WriterFunc(func(w io.Writer) {
-		if b, ok := w.(*bytes.Buffer); ok { // the executor's: no buffer of our own to escape
-			b.Write(strconv.AppendFloat(b.AvailableBuffer(), f, 'f', -1, 64))
-			return
-		}
-		_, _ = io.WriteString(w, strconv.FormatFloat(f, 'f', -1, 64))
-	})
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(strconv.AppendFloat(buffer(w), f, 'f', -1, 64)) })
 }
 
 // UnmarshalFloat reads a Float input as gqlgen does.

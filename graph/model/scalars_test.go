@@ -243,3 +243,30 @@ func TestFloatHasNoExponent(t *testing.T) {
 		}()
 	}
 }
+
+// MarshalString writes what gqlgen's graphql.MarshalString writes, byte
+// for byte, into a bytes.Buffer (the executor's) or any other writer.
+func TestMarshalStringIsGqlgens(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "plain", `quote " and \ backslash`, "tab\tcr\rnl\n", "\x00\x01\x1f\x7f",
+		"é ü 日本 \u2028", "bad \xff\xfe utf-8", "ends with \\"} {
+		checkMarshalString(t, s)
+	}
+}
+
+func FuzzMarshalString(f *testing.F) {
+	f.Add("plain")
+	f.Add("\"\\\x00\n\xff")
+	f.Fuzz(checkMarshalString)
+}
+
+func checkMarshalString(t *testing.T, s string) {
+	var want, got bytes.Buffer
+	graphql.MarshalString(s).MarshalGQL(&want)
+	MarshalString(s).MarshalGQL(&got)
+	var other strings.Builder
+	MarshalString(s).MarshalGQL(&other)
+	if got.String() != want.String() || other.String() != want.String() {
+		t.Errorf("MarshalString(%q) = %q (into a strings.Builder %q), gqlgen's %q", s, got.String(), other.String(), want.String())
+	}
+}

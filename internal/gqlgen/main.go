@@ -90,6 +90,8 @@ var neverNull = map[string]bool{
 	"github.com/costgw/gateway/graph/model.MarshalDate":     true,
 	"github.com/costgw/gateway/graph/model.MarshalDateTime": true,
 	"github.com/costgw/gateway/graph/model.MarshalFloat":    true,
+	"github.com/costgw/gateway/graph/model.MarshalString":   true,
+	"github.com/costgw/gateway/graph/model.MarshalID":       true,
 	"github.com/costgw/gateway/graph/model.MarshalInt64":    true,
 }
 
