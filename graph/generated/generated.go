@@ -8742,16 +8742,18 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 // region    **************************** object.gotpl ****************************
 
 var anomalyImplementors = []string{"Anomaly", "Node"}
+var anomalyTypename = graphql.MarshalString("Anomaly")
 
 func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, obj *upstream.Anomaly) graphql.Marshaler {
 	fields := ec.collectFields(sel, anomalyImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafAnomaly
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("Anomaly")
+			out.Values[i] = anomalyTypename
 		case "id":
 			if field.IsDeferred() {
 				field := field
@@ -8790,75 +8792,43 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "anomalyId":
-			out.Values[i] = ec._Anomaly_anomalyId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "service":
-			out.Values[i] = ec._Anomaly_service(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "startDate":
-			out.Values[i] = ec._Anomaly_startDate(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "endDate":
-			out.Values[i] = ec._Anomaly_endDate(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "scoreCurrent":
-			out.Values[i] = ec._Anomaly_scoreCurrent(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.ScoreCurrent)
+			out.Values[i] = laterLeaf{}
 		case "scoreMax":
-			out.Values[i] = ec._Anomaly_scoreMax(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.ScoreMax)
+			out.Values[i] = laterLeaf{}
 		case "impactMax":
-			out.Values[i] = ec._Anomaly_impactMax(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.ImpactMax)
+			out.Values[i] = laterLeaf{}
 		case "impactTotal":
-			out.Values[i] = ec._Anomaly_impactTotal(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.ImpactTotal)
+			out.Values[i] = laterLeaf{}
 		case "impactPct":
-			out.Values[i] = ec._Anomaly_impactPct(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.ImpactPct)
+			out.Values[i] = laterLeaf{}
 		case "impactActualSpend":
-			out.Values[i] = ec._Anomaly_impactActualSpend(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.ImpactActualSpend)
+			out.Values[i] = laterLeaf{}
 		case "impactExpectedSpend":
-			out.Values[i] = ec._Anomaly_impactExpectedSpend(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.ImpactExpectedSpend)
+			out.Values[i] = laterLeaf{}
 		case "dimensionValue":
-			out.Values[i] = ec._Anomaly_dimensionValue(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "detectionSource":
 			out.Values[i] = ec._Anomaly_detectionSource(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "detectionSourceRaw":
-			out.Values[i] = ec._Anomaly_detectionSourceRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "extra":
 			if field.IsDeferred() {
 				field := field
@@ -8919,7 +8889,42 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+// leafAnomaly appends the later leaf named field of obj to b.
+func leafAnomaly(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.Anomaly)
+	switch field {
+	case "anomalyId":
+		return model.AppendString(b, string(o.AnomalyID))
+	case "service":
+		return model.AppendString(b, string(o.Service))
+	case "startDate":
+		return model.AppendDate(b, upstream.Date(o.StartDate))
+	case "endDate":
+		return model.AppendDate(b, upstream.Date(o.EndDate))
+	case "scoreCurrent":
+		return model.AppendFloat(b, float64(o.ScoreCurrent))
+	case "scoreMax":
+		return model.AppendFloat(b, float64(o.ScoreMax))
+	case "impactMax":
+		return model.AppendFloat(b, float64(o.ImpactMax))
+	case "impactTotal":
+		return model.AppendFloat(b, float64(o.ImpactTotal))
+	case "impactPct":
+		return model.AppendFloat(b, float64(o.ImpactPct))
+	case "impactActualSpend":
+		return model.AppendFloat(b, float64(o.ImpactActualSpend))
+	case "impactExpectedSpend":
+		return model.AppendFloat(b, float64(o.ImpactExpectedSpend))
+	case "dimensionValue":
+		return model.AppendString(b, string(o.DimensionValue))
+	case "detectionSourceRaw":
+		return model.AppendString(b, string(o.DetectionSource))
+	}
+	panic("not a later leaf of Anomaly: " + field)
+}
+
 var anomalyConnectionImplementors = []string{"AnomalyConnection"}
+var anomalyConnectionTypename = graphql.MarshalString("AnomalyConnection")
 
 func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, anomalyConnectionImplementors)
@@ -8929,7 +8934,7 @@ func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.Sele
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("AnomalyConnection")
+			out.Values[i] = anomalyConnectionTypename
 		case "edges":
 			out.Values[i] = ec._AnomalyConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8969,21 +8974,20 @@ func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.Sele
 }
 
 var anomalyEdgeImplementors = []string{"AnomalyEdge"}
+var anomalyEdgeTypename = graphql.MarshalString("AnomalyEdge")
 
 func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, anomalyEdgeImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafAnomalyEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("AnomalyEdge")
+			out.Values[i] = anomalyEdgeTypename
 		case "cursor":
-			out.Values[i] = ec._AnomalyEdge_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "node":
 			out.Values[i] = ec._AnomalyEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9012,17 +9016,29 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+// leafAnomalyEdge appends the later leaf named field of obj to b.
+func leafAnomalyEdge(b []byte, field string, obj any) []byte {
+	o := obj.(*model.AnomalyEdge)
+	switch field {
+	case "cursor":
+		return model.AppendString(b, string(o.Cursor))
+	}
+	panic("not a later leaf of AnomalyEdge: " + field)
+}
+
 var budgetImplementors = []string{"Budget", "Node"}
+var budgetTypename = graphql.MarshalString("Budget")
 
 func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *upstream.Budget) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafBudget
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("Budget")
+			out.Values[i] = budgetTypename
 		case "id":
 			if field.IsDeferred() {
 				field := field
@@ -9061,65 +9077,38 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = ec._Budget_upstreamId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "name":
-			out.Values[i] = ec._Budget_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "targetType":
 			out.Values[i] = ec._Budget_targetType(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "targetTypeRaw":
-			out.Values[i] = ec._Budget_targetTypeRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "period":
 			out.Values[i] = ec._Budget_period(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "periodRaw":
-			out.Values[i] = ec._Budget_periodRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "status":
 			out.Values[i] = ec._Budget_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusRaw":
-			out.Values[i] = ec._Budget_statusRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "numberOfPeriods":
-			out.Values[i] = ec._Budget_numberOfPeriods(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "startDate":
-			out.Values[i] = ec._Budget_startDate(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "endDate":
-			out.Values[i] = ec._Budget_endDate(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "lookbackPeriod":
-			out.Values[i] = ec._Budget_lookbackPeriod(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "budgetType":
 			out.Values[i] = ec._Budget_budgetType(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -9141,40 +9130,19 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "normalizationPeriod":
-			out.Values[i] = ec._Budget_normalizationPeriod(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "organizationId":
-			out.Values[i] = ec._Budget_organizationId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "serviceClientId":
-			out.Values[i] = ec._Budget_serviceClientId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "creatorId":
-			out.Values[i] = ec._Budget_creatorId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "explorerReportId":
-			out.Values[i] = ec._Budget_explorerReportId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "createdAt":
-			out.Values[i] = ec._Budget_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "updatedAt":
-			out.Values[i] = ec._Budget_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "explorerReport":
 			out.Values[i] = ec._Budget_explorerReport(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -9380,17 +9348,62 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+// leafBudget appends the later leaf named field of obj to b.
+func leafBudget(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.Budget)
+	switch field {
+	case "upstreamId":
+		return model.AppendString(b, string(o.ID))
+	case "name":
+		return model.AppendString(b, string(o.Name))
+	case "targetTypeRaw":
+		return model.AppendString(b, string(o.TargetType))
+	case "periodRaw":
+		return model.AppendString(b, string(o.Period))
+	case "statusRaw":
+		return model.AppendString(b, string(o.Status))
+	case "numberOfPeriods":
+		return model.AppendInt(b, int(o.NumberOfPeriods))
+	case "startDate":
+		return model.AppendDate(b, upstream.Date(o.StartDate))
+	case "endDate":
+		return model.AppendDate(b, upstream.Date(o.EndDate))
+	case "lookbackPeriod":
+		if o.LookbackPeriod == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendInt(b, int(*o.LookbackPeriod))
+	case "normalizationPeriod":
+		return model.AppendBoolean(b, bool(o.NormalizationPeriod))
+	case "organizationId":
+		return model.AppendString(b, string(o.OrganizationID))
+	case "serviceClientId":
+		return model.AppendInt64(b, int64(o.ServiceClientID))
+	case "creatorId":
+		return model.AppendString(b, string(o.CreatorID))
+	case "explorerReportId":
+		return model.AppendString(b, string(o.ExplorerReportID))
+	case "createdAt":
+		return model.AppendDateTime(b, upstream.Timestamp(o.CreatedAt))
+	case "updatedAt":
+		return model.AppendDateTime(b, upstream.Timestamp(o.UpdatedAt))
+	}
+	panic("not a later leaf of Budget: " + field)
+}
+
 var budgetActualsImplementors = []string{"BudgetActuals"}
+var budgetActualsTypename = graphql.MarshalString("BudgetActuals")
 
 func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetActuals) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetActualsImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafBudgetActuals
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("BudgetActuals")
+			out.Values[i] = budgetActualsTypename
 		case "byPeriod":
 			out.Values[i] = ec._BudgetActuals_byPeriod(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9402,10 +9415,8 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 				out.Invalids++
 			}
 		case "total":
-			out.Values[i] = ec._BudgetActuals_total(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Total)
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9429,7 +9440,18 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+// leafBudgetActuals appends the later leaf named field of obj to b.
+func leafBudgetActuals(b []byte, field string, obj any) []byte {
+	o := obj.(*model.BudgetActuals)
+	switch field {
+	case "total":
+		return model.AppendFloat(b, float64(o.Total))
+	}
+	panic("not a later leaf of BudgetActuals: " + field)
+}
+
 var budgetConnectionImplementors = []string{"BudgetConnection"}
+var budgetConnectionTypename = graphql.MarshalString("BudgetConnection")
 
 func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetConnectionImplementors)
@@ -9439,7 +9461,7 @@ func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.Selec
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("BudgetConnection")
+			out.Values[i] = budgetConnectionTypename
 		case "edges":
 			out.Values[i] = ec._BudgetConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9479,21 +9501,20 @@ func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.Selec
 }
 
 var budgetEdgeImplementors = []string{"BudgetEdge"}
+var budgetEdgeTypename = graphql.MarshalString("BudgetEdge")
 
 func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetEdgeImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafBudgetEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("BudgetEdge")
+			out.Values[i] = budgetEdgeTypename
 		case "cursor":
-			out.Values[i] = ec._BudgetEdge_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "node":
 			out.Values[i] = ec._BudgetEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9522,7 +9543,18 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+// leafBudgetEdge appends the later leaf named field of obj to b.
+func leafBudgetEdge(b []byte, field string, obj any) []byte {
+	o := obj.(*model.BudgetEdge)
+	switch field {
+	case "cursor":
+		return model.AppendString(b, string(o.Cursor))
+	}
+	panic("not a later leaf of BudgetEdge: " + field)
+}
+
 var budgetLookbackImplementors = []string{"BudgetLookback"}
+var budgetLookbackTypename = graphql.MarshalString("BudgetLookback")
 
 func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.SelectionSet, obj *upstream.Lookback) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetLookbackImplementors)
@@ -9532,7 +9564,7 @@ func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.Selecti
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("BudgetLookback")
+			out.Values[i] = budgetLookbackTypename
 		case "periods":
 			out.Values[i] = ec._BudgetLookback_periods(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9562,31 +9594,27 @@ func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.Selecti
 }
 
 var budgetMetricsImplementors = []string{"BudgetMetrics"}
+var budgetMetricsTypename = graphql.MarshalString("BudgetMetrics")
 
 func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.SelectionSet, obj *upstream.BudgetMetrics) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetMetricsImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafBudgetMetrics
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("BudgetMetrics")
+			out.Values[i] = budgetMetricsTypename
 		case "totalTarget":
-			out.Values[i] = ec._BudgetMetrics_totalTarget(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.TotalTarget)
+			out.Values[i] = laterLeaf{}
 		case "totalActual":
-			out.Values[i] = ec._BudgetMetrics_totalActual(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.TotalActual)
+			out.Values[i] = laterLeaf{}
 		case "variance":
-			out.Values[i] = ec._BudgetMetrics_variance(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Variance)
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9610,17 +9638,33 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+// leafBudgetMetrics appends the later leaf named field of obj to b.
+func leafBudgetMetrics(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.BudgetMetrics)
+	switch field {
+	case "totalTarget":
+		return model.AppendFloat(b, float64(o.TotalTarget))
+	case "totalActual":
+		return model.AppendFloat(b, float64(o.TotalActual))
+	case "variance":
+		return model.AppendFloat(b, float64(o.Variance))
+	}
+	panic("not a later leaf of BudgetMetrics: " + field)
+}
+
 var createBudgetPayloadImplementors = []string{"CreateBudgetPayload"}
+var createBudgetPayloadTypename = graphql.MarshalString("CreateBudgetPayload")
 
 func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafCreateBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("CreateBudgetPayload")
+			out.Values[i] = createBudgetPayloadTypename
 		case "budget":
 			out.Values[i] = ec._CreateBudgetPayload_budget(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -9632,10 +9676,7 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 				out.Invalids++
 			}
 		case "idempotencyKey":
-			out.Values[i] = ec._CreateBudgetPayload_idempotencyKey(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9659,32 +9700,35 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 	return out
 }
 
+// leafCreateBudgetPayload appends the later leaf named field of obj to b.
+func leafCreateBudgetPayload(b []byte, field string, obj any) []byte {
+	o := obj.(*model.CreateBudgetPayload)
+	switch field {
+	case "idempotencyKey":
+		return model.AppendString(b, string(o.IdempotencyKey))
+	}
+	panic("not a later leaf of CreateBudgetPayload: " + field)
+}
+
 var deleteBudgetPayloadImplementors = []string{"DeleteBudgetPayload"}
+var deleteBudgetPayloadTypename = graphql.MarshalString("DeleteBudgetPayload")
 
 func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafDeleteBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("DeleteBudgetPayload")
+			out.Values[i] = deleteBudgetPayloadTypename
 		case "deletedBudgetId":
-			out.Values[i] = ec._DeleteBudgetPayload_deletedBudgetId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "success":
-			out.Values[i] = ec._DeleteBudgetPayload_success(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "alreadyDeleted":
-			out.Values[i] = ec._DeleteBudgetPayload_alreadyDeleted(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "userErrors":
 			out.Values[i] = ec._DeleteBudgetPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9713,27 +9757,41 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 	return out
 }
 
+// leafDeleteBudgetPayload appends the later leaf named field of obj to b.
+func leafDeleteBudgetPayload(b []byte, field string, obj any) []byte {
+	o := obj.(*model.DeleteBudgetPayload)
+	switch field {
+	case "deletedBudgetId":
+		if o.DeletedBudgetID == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.DeletedBudgetID))
+	case "success":
+		return model.AppendBoolean(b, bool(o.Success))
+	case "alreadyDeleted":
+		return model.AppendBoolean(b, bool(o.AlreadyDeleted))
+	}
+	panic("not a later leaf of DeleteBudgetPayload: " + field)
+}
+
 var dimensionValueImplementors = []string{"DimensionValue"}
+var dimensionValueTypename = graphql.MarshalString("DimensionValue")
 
 func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValue) graphql.Marshaler {
 	fields := ec.collectFields(sel, dimensionValueImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafDimensionValue
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("DimensionValue")
+			out.Values[i] = dimensionValueTypename
 		case "value":
-			out.Values[i] = ec._DimensionValue_value(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "cost":
-			out.Values[i] = ec._DimensionValue_cost(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Cost)
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9757,17 +9815,31 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafDimensionValue appends the later leaf named field of obj to b.
+func leafDimensionValue(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.DimensionValue)
+	switch field {
+	case "value":
+		return model.AppendString(b, string(o.Value))
+	case "cost":
+		return model.AppendFloat(b, float64(o.Cost))
+	}
+	panic("not a later leaf of DimensionValue: " + field)
+}
+
 var dimensionValuesImplementors = []string{"DimensionValues"}
+var dimensionValuesTypename = graphql.MarshalString("DimensionValues")
 
 func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValues) graphql.Marshaler {
 	fields := ec.collectFields(sel, dimensionValuesImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafDimensionValues
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("DimensionValues")
+			out.Values[i] = dimensionValuesTypename
 		case "items":
 			out.Values[i] = ec._DimensionValues_items(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9779,15 +9851,9 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 				out.Invalids++
 			}
 		case "hasMore":
-			out.Values[i] = ec._DimensionValues_hasMore(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "servedFromCache":
-			out.Values[i] = ec._DimensionValues_servedFromCache(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9811,7 +9877,20 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafDimensionValues appends the later leaf named field of obj to b.
+func leafDimensionValues(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.DimensionValues)
+	switch field {
+	case "hasMore":
+		return model.AppendBoolean(b, bool(o.HasMore))
+	case "servedFromCache":
+		return model.AppendBoolean(b, bool(o.ServedFromCache))
+	}
+	panic("not a later leaf of DimensionValues: " + field)
+}
+
 var explorerImplementors = []string{"Explorer"}
+var explorerTypename = graphql.MarshalString("Explorer")
 
 func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet, obj *model.Explorer) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerImplementors)
@@ -9821,7 +9900,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("Explorer")
+			out.Values[i] = explorerTypename
 		case "summary":
 			field := field
 
@@ -10061,26 +10140,25 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 }
 
 var explorerHeatmapImplementors = []string{"ExplorerHeatmap"}
+var explorerHeatmapTypename = graphql.MarshalString("ExplorerHeatmap")
 
 func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHeatmap) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerHeatmapImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafExplorerHeatmap
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ExplorerHeatmap")
+			out.Values[i] = explorerHeatmapTypename
 		case "rows":
 			out.Values[i] = ec._ExplorerHeatmap_rows(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "servedFromCache":
-			out.Values[i] = ec._ExplorerHeatmap_servedFromCache(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10104,17 +10182,29 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafExplorerHeatmap appends the later leaf named field of obj to b.
+func leafExplorerHeatmap(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.ExplorerHeatmap)
+	switch field {
+	case "servedFromCache":
+		return model.AppendBoolean(b, bool(o.ServedFromCache))
+	}
+	panic("not a later leaf of ExplorerHeatmap: " + field)
+}
+
 var explorerHistoryImplementors = []string{"ExplorerHistory"}
+var explorerHistoryTypename = graphql.MarshalString("ExplorerHistory")
 
 func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHistory) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerHistoryImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafExplorerHistory
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ExplorerHistory")
+			out.Values[i] = explorerHistoryTypename
 		case "costRows":
 			field := field
 
@@ -10174,20 +10264,11 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "timeColumn":
-			out.Values[i] = ec._ExplorerHistory_timeColumn(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "groupBy":
-			out.Values[i] = ec._ExplorerHistory_groupBy(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "servedFromCache":
-			out.Values[i] = ec._ExplorerHistory_servedFromCache(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10211,37 +10292,44 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafExplorerHistory appends the later leaf named field of obj to b.
+func leafExplorerHistory(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.ExplorerHistory)
+	switch field {
+	case "timeColumn":
+		return model.AppendString(b, string(o.TimeColumn))
+	case "groupBy":
+		return model.AppendString(b, string(o.GroupBy))
+	case "servedFromCache":
+		return model.AppendBoolean(b, bool(o.ServedFromCache))
+	}
+	panic("not a later leaf of ExplorerHistory: " + field)
+}
+
 var explorerPreviousPeriodImplementors = []string{"ExplorerPreviousPeriod"}
+var explorerPreviousPeriodTypename = graphql.MarshalString("ExplorerPreviousPeriod")
 
 func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerPreviousPeriod) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafExplorerPreviousPeriod
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ExplorerPreviousPeriod")
+			out.Values[i] = explorerPreviousPeriodTypename
 		case "currentTotal":
-			out.Values[i] = ec._ExplorerPreviousPeriod_currentTotal(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.CurrentTotal)
+			out.Values[i] = laterLeaf{}
 		case "previousTotal":
-			out.Values[i] = ec._ExplorerPreviousPeriod_previousTotal(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.PreviousTotal)
+			out.Values[i] = laterLeaf{}
 		case "changePercent":
-			out.Values[i] = ec._ExplorerPreviousPeriod_changePercent(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.ChangePercent)
+			out.Values[i] = laterLeaf{}
 		case "servedFromCache":
-			out.Values[i] = ec._ExplorerPreviousPeriod_servedFromCache(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10265,17 +10353,35 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 	return out
 }
 
+// leafExplorerPreviousPeriod appends the later leaf named field of obj to b.
+func leafExplorerPreviousPeriod(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.ExplorerPreviousPeriod)
+	switch field {
+	case "currentTotal":
+		return model.AppendFloat(b, float64(o.CurrentTotal))
+	case "previousTotal":
+		return model.AppendFloat(b, float64(o.PreviousTotal))
+	case "changePercent":
+		return model.AppendFloat(b, float64(o.ChangePercent))
+	case "servedFromCache":
+		return model.AppendBoolean(b, bool(o.ServedFromCache))
+	}
+	panic("not a later leaf of ExplorerPreviousPeriod: " + field)
+}
+
 var explorerReportImplementors = []string{"ExplorerReport", "Node"}
+var explorerReportTypename = graphql.MarshalString("ExplorerReport")
 
 func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerReport) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerReportImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafExplorerReport
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ExplorerReport")
+			out.Values[i] = explorerReportTypename
 		case "id":
 			if field.IsDeferred() {
 				field := field
@@ -10314,15 +10420,9 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = ec._ExplorerReport_upstreamId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "name":
-			out.Values[i] = ec._ExplorerReport_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10346,27 +10446,38 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafExplorerReport appends the later leaf named field of obj to b.
+func leafExplorerReport(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.ExplorerReport)
+	switch field {
+	case "upstreamId":
+		return model.AppendString(b, string(o.ID))
+	case "name":
+		return model.AppendString(b, string(o.Name))
+	}
+	panic("not a later leaf of ExplorerReport: " + field)
+}
+
 var explorerSummaryImplementors = []string{"ExplorerSummary"}
+var explorerSummaryTypename = graphql.MarshalString("ExplorerSummary")
 
 func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerSummary) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerSummaryImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafExplorerSummary
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ExplorerSummary")
+			out.Values[i] = explorerSummaryTypename
 		case "cards":
 			out.Values[i] = ec._ExplorerSummary_cards(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "servedFromCache":
-			out.Values[i] = ec._ExplorerSummary_servedFromCache(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10390,32 +10501,36 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafExplorerSummary appends the later leaf named field of obj to b.
+func leafExplorerSummary(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.ExplorerSummary)
+	switch field {
+	case "servedFromCache":
+		return model.AppendBoolean(b, bool(o.ServedFromCache))
+	}
+	panic("not a later leaf of ExplorerSummary: " + field)
+}
+
 var heatmapRowImplementors = []string{"HeatmapRow"}
+var heatmapRowTypename = graphql.MarshalString("HeatmapRow")
 
 func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSet, obj *upstream.HeatmapRow) graphql.Marshaler {
 	fields := ec.collectFields(sel, heatmapRowImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafHeatmapRow
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("HeatmapRow")
+			out.Values[i] = heatmapRowTypename
 		case "dimension":
-			out.Values[i] = ec._HeatmapRow_dimension(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "day":
-			out.Values[i] = ec._HeatmapRow_day(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "cost":
-			out.Values[i] = ec._HeatmapRow_cost(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Cost)
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10439,32 +10554,40 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+// leafHeatmapRow appends the later leaf named field of obj to b.
+func leafHeatmapRow(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.HeatmapRow)
+	switch field {
+	case "dimension":
+		return model.AppendString(b, string(o.Dimension))
+	case "day":
+		return model.AppendDate(b, upstream.Date(o.Day))
+	case "cost":
+		return model.AppendFloat(b, float64(o.Cost))
+	}
+	panic("not a later leaf of HeatmapRow: " + field)
+}
+
 var historyCostRowImplementors = []string{"HistoryCostRow"}
+var historyCostRowTypename = graphql.MarshalString("HistoryCostRow")
 
 func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryCostRow) graphql.Marshaler {
 	fields := ec.collectFields(sel, historyCostRowImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafHistoryCostRow
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("HistoryCostRow")
+			out.Values[i] = historyCostRowTypename
 		case "group":
-			out.Values[i] = ec._HistoryCostRow_group(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "date":
-			out.Values[i] = ec._HistoryCostRow_date(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "cost":
-			out.Values[i] = ec._HistoryCostRow_cost(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Cost)
+			out.Values[i] = laterLeaf{}
 		case "raw":
 			out.Values[i] = ec._HistoryCostRow_raw(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10493,32 +10616,43 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafHistoryCostRow appends the later leaf named field of obj to b.
+func leafHistoryCostRow(b []byte, field string, obj any) []byte {
+	o := obj.(*model.HistoryCostRow)
+	switch field {
+	case "group":
+		return model.AppendString(b, string(o.Group))
+	case "date":
+		return model.AppendDate(b, upstream.Date(o.Date))
+	case "cost":
+		return model.AppendFloat(b, float64(o.Cost))
+	}
+	panic("not a later leaf of HistoryCostRow: " + field)
+}
+
 var lookbackPeriodImplementors = []string{"LookbackPeriod"}
+var lookbackPeriodTypename = graphql.MarshalString("LookbackPeriod")
 
 func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.LookbackPeriod) graphql.Marshaler {
 	fields := ec.collectFields(sel, lookbackPeriodImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafLookbackPeriod
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("LookbackPeriod")
+			out.Values[i] = lookbackPeriodTypename
 		case "periodKey":
-			out.Values[i] = ec._LookbackPeriod_periodKey(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "actual":
-			out.Values[i] = ec._LookbackPeriod_actual(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Actual)
+			out.Values[i] = laterLeaf{}
 		case "projected":
-			out.Values[i] = ec._LookbackPeriod_projected(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+			if obj.Projected != nil {
+				model.CheckFloat(*obj.Projected)
 			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10542,7 +10676,25 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafLookbackPeriod appends the later leaf named field of obj to b.
+func leafLookbackPeriod(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.LookbackPeriod)
+	switch field {
+	case "periodKey":
+		return model.AppendString(b, string(o.PeriodKey))
+	case "actual":
+		return model.AppendFloat(b, float64(o.Actual))
+	case "projected":
+		if o.Projected == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendFloat(b, float64(*o.Projected))
+	}
+	panic("not a later leaf of LookbackPeriod: " + field)
+}
+
 var mutationImplementors = []string{"Mutation"}
+var mutationTypename = graphql.MarshalString("Mutation")
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
 	fields := ec.collectFields(sel, mutationImplementors)
@@ -10561,7 +10713,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("Mutation")
+			out.Values[i] = mutationTypename
 		case "createBudget":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createBudget(ctx, field)
@@ -10607,36 +10759,26 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 }
 
 var pageInfoImplementors = []string{"PageInfo"}
+var pageInfoTypename = graphql.MarshalString("PageInfo")
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
 	fields := ec.collectFields(sel, pageInfoImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafPageInfo
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("PageInfo")
+			out.Values[i] = pageInfoTypename
 		case "hasNextPage":
-			out.Values[i] = ec._PageInfo_hasNextPage(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "hasPreviousPage":
-			out.Values[i] = ec._PageInfo_hasPreviousPage(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "startCursor":
-			out.Values[i] = ec._PageInfo_startCursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "endCursor":
-			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10660,27 +10802,46 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+// leafPageInfo appends the later leaf named field of obj to b.
+func leafPageInfo(b []byte, field string, obj any) []byte {
+	o := obj.(*model.PageInfo)
+	switch field {
+	case "hasNextPage":
+		return model.AppendBoolean(b, bool(o.HasNextPage))
+	case "hasPreviousPage":
+		return model.AppendBoolean(b, bool(o.HasPreviousPage))
+	case "startCursor":
+		if o.StartCursor == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.StartCursor))
+	case "endCursor":
+		if o.EndCursor == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.EndCursor))
+	}
+	panic("not a later leaf of PageInfo: " + field)
+}
+
 var periodAmountImplementors = []string{"PeriodAmount"}
+var periodAmountTypename = graphql.MarshalString("PeriodAmount")
 
 func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.SelectionSet, obj *model.PeriodAmount) graphql.Marshaler {
 	fields := ec.collectFields(sel, periodAmountImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafPeriodAmount
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("PeriodAmount")
+			out.Values[i] = periodAmountTypename
 		case "period":
-			out.Values[i] = ec._PeriodAmount_period(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "amount":
-			out.Values[i] = ec._PeriodAmount_amount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Amount)
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10704,17 +10865,31 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 	return out
 }
 
+// leafPeriodAmount appends the later leaf named field of obj to b.
+func leafPeriodAmount(b []byte, field string, obj any) []byte {
+	o := obj.(*model.PeriodAmount)
+	switch field {
+	case "period":
+		return model.AppendString(b, string(o.Period))
+	case "amount":
+		return model.AppendFloat(b, float64(o.Amount))
+	}
+	panic("not a later leaf of PeriodAmount: " + field)
+}
+
 var planningImplementors = []string{"Planning", "Node"}
+var planningTypename = graphql.MarshalString("Planning")
 
 func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet, obj *upstream.Planning) graphql.Marshaler {
 	fields := ec.collectFields(sel, planningImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafPlanning
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("Planning")
+			out.Values[i] = planningTypename
 		case "id":
 			if field.IsDeferred() {
 				field := field
@@ -10753,15 +10928,9 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = ec._Planning_upstreamId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "budgetId":
-			out.Values[i] = ec._Planning_budgetId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "budget":
 			field := field
 
@@ -10806,35 +10975,23 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
 		case "dimension1":
-			out.Values[i] = ec._Planning_dimension1(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "dimension2":
-			out.Values[i] = ec._Planning_dimension2(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "previousMonth":
-			out.Values[i] = ec._Planning_previousMonth(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.PreviousMonth)
+			out.Values[i] = laterLeaf{}
 		case "avgLookback":
-			out.Values[i] = ec._Planning_avgLookback(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.AvgLookback)
+			out.Values[i] = laterLeaf{}
 		case "percentGrowth":
-			out.Values[i] = ec._Planning_percentGrowth(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.PercentGrowth)
+			out.Values[i] = laterLeaf{}
 		case "percentSpend":
-			out.Values[i] = ec._Planning_percentSpend(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+			if obj.PercentSpend != nil {
+				model.CheckFloat(*obj.PercentSpend)
 			}
+			out.Values[i] = laterLeaf{}
 		case "targetItems":
 			if field.IsDeferred() {
 				field := field
@@ -10878,15 +11035,9 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "targetTypeRaw":
-			out.Values[i] = ec._Planning_targetTypeRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "createdAt":
-			out.Values[i] = ec._Planning_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "actuals":
 			field := field
 
@@ -10953,22 +11104,52 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+// leafPlanning appends the later leaf named field of obj to b.
+func leafPlanning(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.Planning)
+	switch field {
+	case "upstreamId":
+		return model.AppendString(b, string(o.ID))
+	case "budgetId":
+		return model.AppendString(b, string(o.BudgetID))
+	case "dimension1":
+		return model.AppendString(b, string(o.Dimension1))
+	case "dimension2":
+		return model.AppendString(b, string(o.Dimension2))
+	case "previousMonth":
+		return model.AppendFloat(b, float64(o.PreviousMonth))
+	case "avgLookback":
+		return model.AppendFloat(b, float64(o.AvgLookback))
+	case "percentGrowth":
+		return model.AppendFloat(b, float64(o.PercentGrowth))
+	case "percentSpend":
+		if o.PercentSpend == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendFloat(b, float64(*o.PercentSpend))
+	case "targetTypeRaw":
+		return model.AppendString(b, string(o.TargetType))
+	case "createdAt":
+		return model.AppendDateTime(b, upstream.Timestamp(o.CreatedAt))
+	}
+	panic("not a later leaf of Planning: " + field)
+}
+
 var planningActualsImplementors = []string{"PlanningActuals"}
+var planningActualsTypename = graphql.MarshalString("PlanningActuals")
 
 func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.SelectionSet, obj *model.PlanningActuals) graphql.Marshaler {
 	fields := ec.collectFields(sel, planningActualsImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafPlanningActuals
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("PlanningActuals")
+			out.Values[i] = planningActualsTypename
 		case "planningId":
-			out.Values[i] = ec._PlanningActuals_planningId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "periods":
 			out.Values[i] = ec._PlanningActuals_periods(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10997,7 +11178,18 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafPlanningActuals appends the later leaf named field of obj to b.
+func leafPlanningActuals(b []byte, field string, obj any) []byte {
+	o := obj.(*model.PlanningActuals)
+	switch field {
+	case "planningId":
+		return model.AppendString(b, string(o.PlanningID))
+	}
+	panic("not a later leaf of PlanningActuals: " + field)
+}
+
 var queryImplementors = []string{"Query"}
+var queryTypename = graphql.MarshalString("Query")
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
 	fields := ec.collectFields(sel, queryImplementors)
@@ -11016,7 +11208,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("Query")
+			out.Values[i] = queryTypename
 		case "node":
 			field := field
 
@@ -11297,26 +11489,22 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 }
 
 var queryCostImplementors = []string{"QueryCost"}
+var queryCostTypename = graphql.MarshalString("QueryCost")
 
 func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet, obj *model.QueryCost) graphql.Marshaler {
 	fields := ec.collectFields(sel, queryCostImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafQueryCost
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("QueryCost")
+			out.Values[i] = queryCostTypename
 		case "estimatedUpstreamCalls":
-			out.Values[i] = ec._QueryCost_estimatedUpstreamCalls(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "maxUpstreamCalls":
-			out.Values[i] = ec._QueryCost_maxUpstreamCalls(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11340,17 +11528,34 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+// leafQueryCost appends the later leaf named field of obj to b.
+func leafQueryCost(b []byte, field string, obj any) []byte {
+	o := obj.(*model.QueryCost)
+	switch field {
+	case "estimatedUpstreamCalls":
+		return model.AppendInt(b, int(o.EstimatedUpstreamCalls))
+	case "maxUpstreamCalls":
+		if o.MaxUpstreamCalls == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendInt(b, int(*o.MaxUpstreamCalls))
+	}
+	panic("not a later leaf of QueryCost: " + field)
+}
+
 var recommendationImplementors = []string{"Recommendation", "Node"}
+var recommendationTypename = graphql.MarshalString("Recommendation")
 
 func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.SelectionSet, obj *upstream.Recommendation) graphql.Marshaler {
 	fields := ec.collectFields(sel, recommendationImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafRecommendation
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("Recommendation")
+			out.Values[i] = recommendationTypename
 		case "id":
 			if field.IsDeferred() {
 				field := field
@@ -11389,55 +11594,29 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recommendationId":
-			out.Values[i] = ec._Recommendation_recommendationId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "recommendationName":
-			out.Values[i] = ec._Recommendation_recommendationName(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "estimatedMonthlySavings":
-			out.Values[i] = ec._Recommendation_estimatedMonthlySavings(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			model.CheckFloat(obj.EstimatedMonthlySavings)
+			out.Values[i] = laterLeaf{}
 		case "implementationEffort":
 			out.Values[i] = ec._Recommendation_implementationEffort(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "implementationEffortRaw":
-			out.Values[i] = ec._Recommendation_implementationEffortRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "category":
-			out.Values[i] = ec._Recommendation_category(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "actionType":
-			out.Values[i] = ec._Recommendation_actionType(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "accountName":
-			out.Values[i] = ec._Recommendation_accountName(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "region":
-			out.Values[i] = ec._Recommendation_region(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "resourceId":
-			out.Values[i] = ec._Recommendation_resourceId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "extra":
 			if field.IsDeferred() {
 				field := field
@@ -11498,7 +11677,34 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafRecommendation appends the later leaf named field of obj to b.
+func leafRecommendation(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.Recommendation)
+	switch field {
+	case "recommendationId":
+		return model.AppendString(b, string(o.RecommendationID))
+	case "recommendationName":
+		return model.AppendString(b, string(o.RecommendationName))
+	case "estimatedMonthlySavings":
+		return model.AppendFloat(b, float64(o.EstimatedMonthlySavings))
+	case "implementationEffortRaw":
+		return model.AppendString(b, string(o.ImplementationEffort))
+	case "category":
+		return model.AppendString(b, string(o.Category))
+	case "actionType":
+		return model.AppendString(b, string(o.ActionType))
+	case "accountName":
+		return model.AppendString(b, string(o.AccountName))
+	case "region":
+		return model.AppendString(b, string(o.Region))
+	case "resourceId":
+		return model.AppendString(b, string(o.ResourceID))
+	}
+	panic("not a later leaf of Recommendation: " + field)
+}
+
 var recommendationConnectionImplementors = []string{"RecommendationConnection"}
+var recommendationConnectionTypename = graphql.MarshalString("RecommendationConnection")
 
 func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, recommendationConnectionImplementors)
@@ -11508,7 +11714,7 @@ func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel a
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("RecommendationConnection")
+			out.Values[i] = recommendationConnectionTypename
 		case "edges":
 			out.Values[i] = ec._RecommendationConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11548,21 +11754,20 @@ func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel a
 }
 
 var recommendationEdgeImplementors = []string{"RecommendationEdge"}
+var recommendationEdgeTypename = graphql.MarshalString("RecommendationEdge")
 
 func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, recommendationEdgeImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafRecommendationEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("RecommendationEdge")
+			out.Values[i] = recommendationEdgeTypename
 		case "cursor":
-			out.Values[i] = ec._RecommendationEdge_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "node":
 			out.Values[i] = ec._RecommendationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11591,17 +11796,29 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 	return out
 }
 
+// leafRecommendationEdge appends the later leaf named field of obj to b.
+func leafRecommendationEdge(b []byte, field string, obj any) []byte {
+	o := obj.(*model.RecommendationEdge)
+	switch field {
+	case "cursor":
+		return model.AppendString(b, string(o.Cursor))
+	}
+	panic("not a later leaf of RecommendationEdge: " + field)
+}
+
 var scheduledNotificationImplementors = []string{"ScheduledNotification", "Node"}
+var scheduledNotificationTypename = graphql.MarshalString("ScheduledNotification")
 
 func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.SelectionSet, obj *upstream.ScheduledNotification) graphql.Marshaler {
 	fields := ec.collectFields(sel, scheduledNotificationImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafScheduledNotification
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ScheduledNotification")
+			out.Values[i] = scheduledNotificationTypename
 		case "id":
 			if field.IsDeferred() {
 				field := field
@@ -11640,115 +11857,58 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = ec._ScheduledNotification_upstreamId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "recipientEmail":
-			out.Values[i] = ec._ScheduledNotification_recipientEmail(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "subject":
-			out.Values[i] = ec._ScheduledNotification_subject(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "scheduleType":
 			out.Values[i] = ec._ScheduledNotification_scheduleType(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "scheduleTypeRaw":
-			out.Values[i] = ec._ScheduledNotification_scheduleTypeRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "scheduledAt":
-			out.Values[i] = ec._ScheduledNotification_scheduledAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "recurrenceFrequency":
 			out.Values[i] = ec._ScheduledNotification_recurrenceFrequency(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recurrenceFrequencyRaw":
-			out.Values[i] = ec._ScheduledNotification_recurrenceFrequencyRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "recurrenceTimezone":
-			out.Values[i] = ec._ScheduledNotification_recurrenceTimezone(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "recurrenceWeekday":
-			out.Values[i] = ec._ScheduledNotification_recurrenceWeekday(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "recurrenceDayOfMonth":
-			out.Values[i] = ec._ScheduledNotification_recurrenceDayOfMonth(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "cronExpression":
-			out.Values[i] = ec._ScheduledNotification_cronExpression(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "status":
 			out.Values[i] = ec._ScheduledNotification_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusRaw":
-			out.Values[i] = ec._ScheduledNotification_statusRaw(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "sentAt":
-			out.Values[i] = ec._ScheduledNotification_sentAt(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "errorMessage":
-			out.Values[i] = ec._ScheduledNotification_errorMessage(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "nextAttemptAt":
-			out.Values[i] = ec._ScheduledNotification_nextAttemptAt(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "createdAt":
-			out.Values[i] = ec._ScheduledNotification_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "updatedAt":
-			out.Values[i] = ec._ScheduledNotification_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "canvasId":
-			out.Values[i] = ec._ScheduledNotification_canvasId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "explorerReportId":
-			out.Values[i] = ec._ScheduledNotification_explorerReportId(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "includeAssistantAnalysis":
-			out.Values[i] = ec._ScheduledNotification_includeAssistantAnalysis(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11772,17 +11932,83 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 	return out
 }
 
+// leafScheduledNotification appends the later leaf named field of obj to b.
+func leafScheduledNotification(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.ScheduledNotification)
+	switch field {
+	case "upstreamId":
+		return model.AppendString(b, string(o.ID))
+	case "recipientEmail":
+		return model.AppendString(b, string(o.RecipientEmail))
+	case "subject":
+		return model.AppendString(b, string(o.Subject))
+	case "scheduleTypeRaw":
+		return model.AppendString(b, string(o.ScheduleType))
+	case "scheduledAt":
+		return model.AppendDateTime(b, upstream.Timestamp(o.ScheduledAt))
+	case "recurrenceFrequencyRaw":
+		return model.AppendString(b, string(o.RecurrenceFrequency))
+	case "recurrenceTimezone":
+		return model.AppendString(b, string(o.RecurrenceTimezone))
+	case "recurrenceWeekday":
+		return model.AppendInt(b, int(o.RecurrenceWeekday))
+	case "recurrenceDayOfMonth":
+		if o.RecurrenceDayOfMonth == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendInt(b, int(*o.RecurrenceDayOfMonth))
+	case "cronExpression":
+		return model.AppendString(b, string(o.CronExpression))
+	case "statusRaw":
+		return model.AppendString(b, string(o.Status))
+	case "sentAt":
+		if o.SentAt == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendDateTime(b, upstream.Timestamp(*o.SentAt))
+	case "errorMessage":
+		if o.ErrorMessage == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.ErrorMessage))
+	case "nextAttemptAt":
+		if o.NextAttemptAt == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendDateTime(b, upstream.Timestamp(*o.NextAttemptAt))
+	case "createdAt":
+		return model.AppendDateTime(b, upstream.Timestamp(o.CreatedAt))
+	case "updatedAt":
+		return model.AppendDateTime(b, upstream.Timestamp(o.UpdatedAt))
+	case "canvasId":
+		if o.CanvasID == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.CanvasID))
+	case "explorerReportId":
+		if o.ExplorerReportID == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.ExplorerReportID))
+	case "includeAssistantAnalysis":
+		return model.AppendBoolean(b, bool(o.IncludeAssistantAnalysis))
+	}
+	panic("not a later leaf of ScheduledNotification: " + field)
+}
+
 var scheduledNotificationConnectionImplementors = []string{"ScheduledNotificationConnection"}
+var scheduledNotificationConnectionTypename = graphql.MarshalString("ScheduledNotificationConnection")
 
 func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafScheduledNotificationConnection
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ScheduledNotificationConnection")
+			out.Values[i] = scheduledNotificationConnectionTypename
 		case "edges":
 			out.Values[i] = ec._ScheduledNotificationConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11799,10 +12025,7 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 				out.Invalids++
 			}
 		case "totalCount":
-			out.Values[i] = ec._ScheduledNotificationConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11826,22 +12049,31 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 	return out
 }
 
+// leafScheduledNotificationConnection appends the later leaf named field of obj to b.
+func leafScheduledNotificationConnection(b []byte, field string, obj any) []byte {
+	o := obj.(*model.ScheduledNotificationConnection)
+	switch field {
+	case "totalCount":
+		return model.AppendInt(b, int(o.TotalCount))
+	}
+	panic("not a later leaf of ScheduledNotificationConnection: " + field)
+}
+
 var scheduledNotificationEdgeImplementors = []string{"ScheduledNotificationEdge"}
+var scheduledNotificationEdgeTypename = graphql.MarshalString("ScheduledNotificationEdge")
 
 func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafScheduledNotificationEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("ScheduledNotificationEdge")
+			out.Values[i] = scheduledNotificationEdgeTypename
 		case "cursor":
-			out.Values[i] = ec._ScheduledNotificationEdge_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "node":
 			out.Values[i] = ec._ScheduledNotificationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11870,37 +12102,39 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 	return out
 }
 
+// leafScheduledNotificationEdge appends the later leaf named field of obj to b.
+func leafScheduledNotificationEdge(b []byte, field string, obj any) []byte {
+	o := obj.(*model.ScheduledNotificationEdge)
+	switch field {
+	case "cursor":
+		return model.AppendString(b, string(o.Cursor))
+	}
+	panic("not a later leaf of ScheduledNotificationEdge: " + field)
+}
+
 var summaryCardImplementors = []string{"SummaryCard"}
+var summaryCardTypename = graphql.MarshalString("SummaryCard")
 
 func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionSet, obj *upstream.SummaryCard) graphql.Marshaler {
 	fields := ec.collectFields(sel, summaryCardImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafSummaryCard
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("SummaryCard")
+			out.Values[i] = summaryCardTypename
 		case "title":
-			out.Values[i] = ec._SummaryCard_title(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "description":
-			out.Values[i] = ec._SummaryCard_description(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "value":
-			out.Values[i] = ec._SummaryCard_value(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Value)
+			out.Values[i] = laterLeaf{}
 		case "previousValue":
-			out.Values[i] = ec._SummaryCard_previousValue(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.PreviousValue)
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11924,27 +12158,40 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+// leafSummaryCard appends the later leaf named field of obj to b.
+func leafSummaryCard(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.SummaryCard)
+	switch field {
+	case "title":
+		return model.AppendString(b, string(o.Title))
+	case "description":
+		return model.AppendString(b, string(o.Description))
+	case "value":
+		return model.AppendFloat(b, float64(o.Value))
+	case "previousValue":
+		return model.AppendFloat(b, float64(o.PreviousValue))
+	}
+	panic("not a later leaf of SummaryCard: " + field)
+}
+
 var targetItemImplementors = []string{"TargetItem"}
+var targetItemTypename = graphql.MarshalString("TargetItem")
 
 func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSet, obj *model.TargetItem) graphql.Marshaler {
 	fields := ec.collectFields(sel, targetItemImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafTargetItem
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("TargetItem")
+			out.Values[i] = targetItemTypename
 		case "dimensionValue":
-			out.Values[i] = ec._TargetItem_dimensionValue(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "amount":
-			out.Values[i] = ec._TargetItem_amount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			model.CheckFloat(obj.Amount)
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11968,17 +12215,31 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+// leafTargetItem appends the later leaf named field of obj to b.
+func leafTargetItem(b []byte, field string, obj any) []byte {
+	o := obj.(*model.TargetItem)
+	switch field {
+	case "dimensionValue":
+		return model.AppendString(b, string(o.DimensionValue))
+	case "amount":
+		return model.AppendFloat(b, float64(o.Amount))
+	}
+	panic("not a later leaf of TargetItem: " + field)
+}
+
 var updateBudgetPayloadImplementors = []string{"UpdateBudgetPayload"}
+var updateBudgetPayloadTypename = graphql.MarshalString("UpdateBudgetPayload")
 
 func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafUpdateBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("UpdateBudgetPayload")
+			out.Values[i] = updateBudgetPayloadTypename
 		case "budget":
 			out.Values[i] = ec._UpdateBudgetPayload_budget(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -11990,10 +12251,7 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 				out.Invalids++
 			}
 		case "idempotencyKey":
-			out.Values[i] = ec._UpdateBudgetPayload_idempotencyKey(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12017,17 +12275,29 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 	return out
 }
 
+// leafUpdateBudgetPayload appends the later leaf named field of obj to b.
+func leafUpdateBudgetPayload(b []byte, field string, obj any) []byte {
+	o := obj.(*model.UpdateBudgetPayload)
+	switch field {
+	case "idempotencyKey":
+		return model.AppendString(b, string(o.IdempotencyKey))
+	}
+	panic("not a later leaf of UpdateBudgetPayload: " + field)
+}
+
 var userImplementors = []string{"User", "Node"}
+var userTypename = graphql.MarshalString("User")
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *upstream.User) graphql.Marshaler {
 	fields := ec.collectFields(sel, userImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafUser
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("User")
+			out.Values[i] = userTypename
 		case "id":
 			if field.IsDeferred() {
 				field := field
@@ -12066,25 +12336,13 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = ec._User_upstreamId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "firstName":
-			out.Values[i] = ec._User_firstName(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "lastName":
-			out.Values[i] = ec._User_lastName(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "email":
-			out.Values[i] = ec._User_email(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12108,37 +12366,49 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 	return out
 }
 
+// leafUser appends the later leaf named field of obj to b.
+func leafUser(b []byte, field string, obj any) []byte {
+	o := obj.(*upstream.User)
+	switch field {
+	case "upstreamId":
+		return model.AppendString(b, string(o.ID))
+	case "firstName":
+		return model.AppendString(b, string(o.FirstName))
+	case "lastName":
+		return model.AppendString(b, string(o.LastName))
+	case "email":
+		return model.AppendString(b, string(o.Email))
+	}
+	panic("not a later leaf of User: " + field)
+}
+
 var userErrorImplementors = []string{"UserError"}
+var userErrorTypename = graphql.MarshalString("UserError")
 
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
 	fields := ec.collectFields(sel, userErrorImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leafUserError
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("UserError")
+			out.Values[i] = userErrorTypename
 		case "field":
 			out.Values[i] = ec._UserError_field(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "message":
-			out.Values[i] = ec._UserError_message(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "code":
 			out.Values[i] = ec._UserError_code(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "upstreamCode":
-			out.Values[i] = ec._UserError_upstreamCode(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12162,32 +12432,43 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+// leafUserError appends the later leaf named field of obj to b.
+func leafUserError(b []byte, field string, obj any) []byte {
+	o := obj.(*model.UserError)
+	switch field {
+	case "message":
+		return model.AppendString(b, string(o.Message))
+	case "upstreamCode":
+		if o.UpstreamCode == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.UpstreamCode))
+	}
+	panic("not a later leaf of UserError: " + field)
+}
+
 var __DirectiveImplementors = []string{"__Directive"}
+var __DirectiveTypename = graphql.MarshalString("__Directive")
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
 	fields := ec.collectFields(sel, __DirectiveImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leaf__Directive
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("__Directive")
+			out.Values[i] = __DirectiveTypename
 		case "name":
-			out.Values[i] = ec.___Directive_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "description":
 			out.Values[i] = ec.___Directive_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "isRepeatable":
-			out.Values[i] = ec.___Directive_isRepeatable(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "locations":
 			out.Values[i] = ec.___Directive_locations(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12221,22 +12502,33 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+// leaf__Directive appends the later leaf named field of obj to b.
+func leaf__Directive(b []byte, field string, obj any) []byte {
+	o := obj.(*introspection.Directive)
+	switch field {
+	case "name":
+		return model.AppendString(b, string(o.Name))
+	case "isRepeatable":
+		return model.AppendBoolean(b, bool(o.IsRepeatable))
+	}
+	panic("not a later leaf of __Directive: " + field)
+}
+
 var __EnumValueImplementors = []string{"__EnumValue"}
+var __EnumValueTypename = graphql.MarshalString("__EnumValue")
 
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
 	fields := ec.collectFields(sel, __EnumValueImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leaf__EnumValue
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("__EnumValue")
+			out.Values[i] = __EnumValueTypename
 		case "name":
-			out.Values[i] = ec.___EnumValue_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "description":
 			out.Values[i] = ec.___EnumValue_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -12275,22 +12567,31 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+// leaf__EnumValue appends the later leaf named field of obj to b.
+func leaf__EnumValue(b []byte, field string, obj any) []byte {
+	o := obj.(*introspection.EnumValue)
+	switch field {
+	case "name":
+		return model.AppendString(b, string(o.Name))
+	}
+	panic("not a later leaf of __EnumValue: " + field)
+}
+
 var __FieldImplementors = []string{"__Field"}
+var __FieldTypename = graphql.MarshalString("__Field")
 
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
 	fields := ec.collectFields(sel, __FieldImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leaf__Field
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("__Field")
+			out.Values[i] = __FieldTypename
 		case "name":
-			out.Values[i] = ec.___Field_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "description":
 			out.Values[i] = ec.___Field_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -12339,22 +12640,31 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+// leaf__Field appends the later leaf named field of obj to b.
+func leaf__Field(b []byte, field string, obj any) []byte {
+	o := obj.(*introspection.Field)
+	switch field {
+	case "name":
+		return model.AppendString(b, string(o.Name))
+	}
+	panic("not a later leaf of __Field: " + field)
+}
+
 var __InputValueImplementors = []string{"__InputValue"}
+var __InputValueTypename = graphql.MarshalString("__InputValue")
 
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
 	fields := ec.collectFields(sel, __InputValueImplementors)
 	out := newObjectOut(fields)
+	out.obj, out.leaf = obj, leaf__InputValue
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("__InputValue")
+			out.Values[i] = __InputValueTypename
 		case "name":
-			out.Values[i] = ec.___InputValue_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "description":
 			out.Values[i] = ec.___InputValue_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -12366,10 +12676,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 				out.Invalids++
 			}
 		case "defaultValue":
-			out.Values[i] = ec.___InputValue_defaultValue(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
+			out.Values[i] = laterLeaf{}
 		case "isDeprecated":
 			out.Values[i] = ec.___InputValue_isDeprecated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12403,7 +12710,23 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 	return out
 }
 
+// leaf__InputValue appends the later leaf named field of obj to b.
+func leaf__InputValue(b []byte, field string, obj any) []byte {
+	o := obj.(*introspection.InputValue)
+	switch field {
+	case "name":
+		return model.AppendString(b, string(o.Name))
+	case "defaultValue":
+		if o.DefaultValue == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.DefaultValue))
+	}
+	panic("not a later leaf of __InputValue: " + field)
+}
+
 var __SchemaImplementors = []string{"__Schema"}
+var __SchemaTypename = graphql.MarshalString("__Schema")
 
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
 	fields := ec.collectFields(sel, __SchemaImplementors)
@@ -12413,7 +12736,7 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("__Schema")
+			out.Values[i] = __SchemaTypename
 		case "description":
 			out.Values[i] = ec.___Schema_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -12468,6 +12791,7 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 }
 
 var __TypeImplementors = []string{"__Type"}
+var __TypeTypename = graphql.MarshalString("__Type")
 
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
 	fields := ec.collectFields(sel, __TypeImplementors)
@@ -12477,7 +12801,7 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("__Type")
+			out.Values[i] = __TypeTypename
 		case "kind":
 			out.Values[i] = ec.___Type_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12566,7 +12890,17 @@ type objectOut struct {
 	Invalids uint32
 	delayed  []objectOutDelayed
 	small    [4]graphql.Marshaler // Values of an object of up to four fields, in the same allocation
+
+	// The object and its type's leaf function, which appends a field
+	// whose value is laterLeaf{} from the object when it is written.
+	obj  any
+	leaf func(b []byte, field string, obj any) []byte
 }
+
+// laterLeaf stands in Values for a field that objectOut writes itself.
+type laterLeaf struct{}
+
+func (laterLeaf) MarshalGQL(io.Writer) { panic("a later leaf is written by its objectOut") }
 
 type objectOutDelayed struct {
 	i int
@@ -12636,6 +12970,14 @@ func (o *objectOut) MarshalGQL(w io.Writer) {
 		}
 		_, _ = io.WriteString(w, alias)
 		_, _ = io.WriteString(w, "\":")
+		if _, later := o.Values[i].(laterLeaf); later {
+			if b, ok := w.(*bytes.Buffer); ok {
+				b.Write(o.leaf(b.AvailableBuffer(), o.fields[i].Name, o.obj))
+			} else {
+				_, _ = w.Write(o.leaf(nil, o.fields[i].Name, o.obj))
+			}
+			continue
+		}
 		o.Values[i].MarshalGQL(w)
 	}
 	_, _ = io.WriteString(w, "}")

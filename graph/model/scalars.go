@@ -27,12 +27,11 @@ type Node any
 
 // MarshalDate prints a Date scalar as YYYY-MM-DD.
 func MarshalDate(d upstream.Date) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) {
-		b := buffer(w)
-		b = append(d.Append(append(b, '"')), '"')
-		_, _ = w.Write(b)
-	})
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(AppendDate(buffer(w), d)) })
 }
+
+// AppendDate appends what MarshalDate writes.
+func AppendDate(b []byte, d upstream.Date) []byte { return append(d.Append(append(b, '"')), '"') }
 
 // UnmarshalDate accepts only a YYYY-MM-DD string of a real calendar date.
 func UnmarshalDate(v any) (upstream.Date, error) {
@@ -50,18 +49,19 @@ func UnmarshalDate(v any) (upstream.Date, error) {
 // MarshalDateTime prints a DateTime scalar in the contract's form,
 // 2006-01-02T15:04:05.000Z.
 func MarshalDateTime(t upstream.Timestamp) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) {
-		b := buffer(w)
-		b = append(t.Append(append(b, '"')), '"')
-		_, _ = w.Write(b)
-	})
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(AppendDateTime(buffer(w), t)) })
+}
+
+// AppendDateTime appends what MarshalDateTime writes.
+func AppendDateTime(b []byte, t upstream.Timestamp) []byte {
+	return append(t.Append(append(b, '"')), '"')
 }
 
 // MarshalString writes a String with graphql.MarshalString's escaping
 // (a control character, quote or backslash escaped; everything else as it
 // is), scanning bytes rather than runes, into the executor's buffer.
 func MarshalString(s string) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(appendQuoted(buffer(w), s)) })
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(AppendString(buffer(w), s)) })
 }
 
 // UnmarshalString reads a String input as gqlgen does.
@@ -75,9 +75,9 @@ func UnmarshalID(v any) (string, error) { return graphql.UnmarshalID(v) }
 
 const hexDigits = "0123456789ABCDEF"
 
-// appendQuoted appends s as a JSON string, escaped as gqlgen's
-// graphql.MarshalString escapes it.
-func appendQuoted(b []byte, s string) []byte {
+// AppendString appends what MarshalString writes: s as a JSON string,
+// escaped as gqlgen's graphql.MarshalString escapes it.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
@@ -250,10 +250,19 @@ func jsonDepth(b []byte) int {
 // JavaScript clients read without the rounding a JSON number above 2^53
 // would suffer.
 func MarshalInt64(n int64) graphql.Marshaler {
-	return graphql.WriterFunc(func(w io.Writer) {
-		_, _ = io.WriteString(w, `"`+strconv.FormatInt(n, 10)+`"`)
-	})
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(AppendInt64(buffer(w), n)) })
 }
+
+// AppendInt64 appends what MarshalInt64 writes: the decimal digits, quoted.
+func AppendInt64(b []byte, n int64) []byte {
+	return append(strconv.AppendInt(append(b, '"'), n, 10), '"')
+}
+
+// AppendInt appends what graphql.MarshalInt writes.
+func AppendInt(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) }
+
+// AppendBoolean appends what graphql.MarshalBoolean writes.
+func AppendBoolean(b []byte, v bool) []byte { return strconv.AppendBool(b, v) }
 
 // UnmarshalInt64 accepts a string of decimal digits or an integer, within
 // the range of a signed 64-bit integer.
@@ -315,10 +324,22 @@ type Explorer struct{}
 // gateway: it panics, which the handler answers as INTERNAL and logs with
 // its stack, rather than writing a number that JSON cannot hold.
 func MarshalFloat(f float64) graphql.Marshaler {
+	CheckFloat(f)
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(AppendFloat(buffer(w), f)) })
+}
+
+// AppendFloat appends what MarshalFloat writes, and panics as it does.
+func AppendFloat(b []byte, f float64) []byte {
+	CheckFloat(f)
+	return strconv.AppendFloat(b, f, 'f', -1, 64)
+}
+
+// CheckFloat panics when f is not finite, as MarshalFloat does; the
+// executor calls it when it resolves a Float that it writes later.
+func CheckFloat(f float64) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		panic(fmt.Sprintf("a Float that is not finite (%v) reached the answer", f))
 	}
-	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(strconv.AppendFloat(buffer(w), f, 'f', -1, 64)) })
 }
 
 // UnmarshalFloat reads a Float input as gqlgen does.

@@ -44,6 +44,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -143,6 +144,12 @@ func run() error {
 			"plainLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && plainLeaf(f) },
 			"leafNeedsPath":  leafNeedsPath,
 			"inlineResolver": func(f *codegen.Field) bool { return inlineResolvers[f.Object.Name+"."+f.Name] },
+			"laterLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && laterLeaf(f) },
+			"laterLeaves": func(o *codegen.Object) bool {
+				return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
+			},
+			"laterAppend": laterAppend,
+			"laterCheck":  laterCheck,
 		},
 	})
 	if err != nil {
@@ -224,12 +231,73 @@ func leafNeedsPath(f *codegen.Field) bool {
 	return !neverNullFunc(t.Marshaler, t.Definition.Kind == ast.Enum)
 }
 
+// appender is how a later leaf is written: fn(b, typ(v)) appends what the
+// field's marshal function writes for v; check, when set, is called with v
+// when the field is resolved, so that a value the marshaler would refuse
+// panics where the executor recovers, not while the answer is written.
+type appender struct{ fn, typ, check string }
+
+// appenders are the marshal functions whose leaves may be written later,
+// with the append function of graph/model that writes the same bytes.
+var appenders = map[string]appender{
+	"github.com/costgw/gateway/graph/model.MarshalString":   {fn: "model.AppendString", typ: "string"},
+	"github.com/costgw/gateway/graph/model.MarshalID":       {fn: "model.AppendString", typ: "string"},
+	"github.com/costgw/gateway/graph/model.MarshalFloat":    {fn: "model.AppendFloat", typ: "float64", check: "model.CheckFloat"},
+	"github.com/costgw/gateway/graph/model.MarshalDate":     {fn: "model.AppendDate", typ: "upstream.Date"},
+	"github.com/costgw/gateway/graph/model.MarshalDateTime": {fn: "model.AppendDateTime", typ: "upstream.Timestamp"},
+	"github.com/costgw/gateway/graph/model.MarshalInt64":    {fn: "model.AppendInt64", typ: "int64"},
+	"github.com/99designs/gqlgen/graphql.MarshalInt":        {fn: "model.AppendInt", typ: "int"},
+	"github.com/99designs/gqlgen/graphql.MarshalBoolean":    {fn: "model.AppendBoolean", typ: "bool"},
+}
+
+// laterLeaf reports whether the plain leaf f is written later: its
+// objectOut appends it from the struct member when the answer is written,
+// with no Marshaler made for it when it is resolved. Such a leaf cannot
+// fail (no path needed), and its marshaler has an appender.
+func laterLeaf(f *codegen.Field) bool {
+	if !plainLeaf(f) || leafNeedsPath(f) || f.TypeReference.Marshaler == nil {
+		return false
+	}
+	_, ok := appenders[funcName(f.TypeReference.Marshaler)]
+	return ok
+}
+
+// laterAppend is the code that appends the later leaf f of o to b.
+func laterAppend(f *codegen.Field, o string) string {
+	a := appenders[funcName(f.TypeReference.Marshaler)]
+	v := o + "." + f.GoFieldName
+	if f.TypeReference.IsPtr() {
+		return fmt.Sprintf("if %s == nil {\n\treturn append(b, \"null\"...)\n}\nreturn %s(b, %s(*%s))", v, a.fn, a.typ, v)
+	}
+	return fmt.Sprintf("return %s(b, %s(%s))", a.fn, a.typ, v)
+}
+
+// laterCheck is the code that checks the later leaf f of o when it is
+// resolved, or nothing.
+func laterCheck(f *codegen.Field, o string) string {
+	a := appenders[funcName(f.TypeReference.Marshaler)]
+	if a.check == "" {
+		return ""
+	}
+	v := o + "." + f.GoFieldName
+	if f.TypeReference.IsPtr() {
+		return fmt.Sprintf("if %s != nil {\n\t%s(*%s)\n}", v, a.check, v)
+	}
+	return fmt.Sprintf("%s(%s)", a.check, v)
+}
+
+func funcName(fn *types.Func) string {
+	if fn.Pkg() == nil {
+		return fn.Name()
+	}
+	return fn.Pkg().Path() + "." + fn.Name()
+}
+
 func neverNullFunc(fn *types.Func, enum bool) bool {
 	if fn.Pkg() == nil {
 		return false
 	}
-	name := fn.Pkg().Path() + "." + fn.Name()
-	return neverNull[name] || (enum && fn.Pkg().Path() == modelPkg)
+	return neverNull[funcName(fn)] || (enum && fn.Pkg().Path() == modelPkg)
 }
 
 // captureData is a gqlgen plugin that keeps the data gqlgen renders its
