@@ -12945,12 +12945,20 @@ func (o *objectOut) Dispatch(ctx context.Context) {
 
 // MarshalGQL writes the object's fields in order, an alias once, as
 // graphql.FieldSet does. Aliases are GraphQL names, which need no escaping.
+// What the object writes itself (the punctuation, the names, its later
+// leaves) is appended into the free space of the executor's buffer and
+// written at once, before each value that writes itself and at the end.
 func (o *objectOut) MarshalGQL(w io.Writer) {
 	var seen map[string]struct{}
 	if len(o.fields) > 16 {
 		seen = make(map[string]struct{}, len(o.fields))
 	}
-	_, _ = io.WriteString(w, "{")
+	bw, _ := w.(*bytes.Buffer)
+	var b []byte
+	if bw != nil {
+		b = bw.AvailableBuffer()
+	}
+	b = append(b, '{')
 	first := true
 	for i := range o.fields {
 		alias := o.fields[i].Alias
@@ -12963,24 +12971,24 @@ func (o *objectOut) MarshalGQL(w io.Writer) {
 			continue
 		}
 		if first {
-			_, _ = io.WriteString(w, "\"")
 			first = false
 		} else {
-			_, _ = io.WriteString(w, ",\"")
+			b = append(b, ',')
 		}
-		_, _ = io.WriteString(w, alias)
-		_, _ = io.WriteString(w, "\":")
+		b = append(append(append(b, '"'), alias...), '"', ':')
 		if _, later := o.Values[i].(laterLeaf); later {
-			if b, ok := w.(*bytes.Buffer); ok {
-				b.Write(o.leaf(b.AvailableBuffer(), o.fields[i].Name, o.obj))
-			} else {
-				_, _ = w.Write(o.leaf(nil, o.fields[i].Name, o.obj))
-			}
+			b = o.leaf(b, o.fields[i].Name, o.obj)
 			continue
 		}
+		_, _ = w.Write(b)
 		o.Values[i].MarshalGQL(w)
+		if bw != nil {
+			b = bw.AvailableBuffer()
+		} else {
+			b = b[:0]
+		}
 	}
-	_, _ = io.WriteString(w, "}")
+	_, _ = w.Write(append(b, '}'))
 }
 
 func objectOutWritten(before []graphql.CollectedField, alias string) bool {
