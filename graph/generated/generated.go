@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
@@ -1802,9 +1804,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 					return nil
 				}
 			}
-			var buf bytes.Buffer
-			data.MarshalGQL(&buf)
+			buf, size := newResponseBuffer(opCtx.Operation)
+			data.MarshalGQL(buf)
 			response.Data = buf.Bytes()
+			size.remember(opCtx.Operation, buf.Len())
 			if atomic.LoadInt32(&ec.Deferred) > 0 {
 				hasNext := atomic.LoadInt32(&ec.PendingDeferred) > 0
 				response.HasNext = &hasNext
@@ -1820,8 +1823,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			first = false
 			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
-			var buf bytes.Buffer
-			data.MarshalGQL(&buf)
+			buf, size := newResponseBuffer(opCtx.Operation)
+			data.MarshalGQL(buf)
+			size.remember(opCtx.Operation, buf.Len())
 
 			return &graphql.Response{
 				Data: buf.Bytes(),
@@ -1830,6 +1834,47 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
+	}
+}
+
+// responseSizes holds, by operation, about the length of its last
+// answer's data, so that the next answer of the same operation (a document
+// from the cache of parsed documents) is written into a buffer of that size
+// at once, not one doubled from 64 bytes, copied and collected a dozen
+// times. Its keys are weak: an operation dropped with its document is
+// forgotten.
+var responseSizes sync.Map // weak.Pointer[ast.OperationDefinition] → int
+
+// maxResponseHint bounds the buffer made ahead; a longer answer grows it.
+const maxResponseHint = 4 << 20
+
+// responseSize is what responseSizes knows of one operation.
+type responseSize struct {
+	key   weak.Pointer[ast.OperationDefinition]
+	hint  int
+	known bool
+}
+
+// newResponseBuffer returns a buffer for an answer of op, the size of its
+// last answer and an eighth.
+func newResponseBuffer(op *ast.OperationDefinition) (*bytes.Buffer, responseSize) {
+	s := responseSize{key: weak.Make(op)}
+	if v, ok := responseSizes.Load(s.key); ok {
+		s.hint, s.known = v.(int), true
+		return bytes.NewBuffer(make([]byte, 0, s.hint)), s
+	}
+	return new(bytes.Buffer), s
+}
+
+// remember keeps n, the length of this answer, when it is over the hint or
+// under half of it.
+func (s responseSize) remember(op *ast.OperationDefinition, n int) {
+	if s.known && n <= s.hint && n >= s.hint/2 {
+		return
+	}
+	responseSizes.Store(s.key, min(n+n/8, maxResponseHint))
+	if !s.known {
+		runtime.AddCleanup(op, func(k weak.Pointer[ast.OperationDefinition]) { responseSizes.Delete(k) }, s.key)
 	}
 }
 
