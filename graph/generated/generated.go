@@ -13075,7 +13075,7 @@ func (ec *executionContext) marshalNAnomaly2ᚕgithubᚗcomᚋcostgwᚋgateway�
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNAnomaly2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomaly(ctx, sel, v[i])
+				ret[i] = ec._Anomaly(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -13128,7 +13128,7 @@ func (ec *executionContext) marshalNAnomalyEdge2ᚕgithubᚗcomᚋcostgwᚋgatew
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNAnomalyEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐAnomalyEdge(ctx, sel, v[i])
+				ret[i] = ec._AnomalyEdge(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -13187,7 +13187,7 @@ func (ec *executionContext) marshalNBudget2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋ
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNBudget2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudget(ctx, sel, v[i])
+				ret[i] = ec._Budget(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -13240,7 +13240,7 @@ func (ec *executionContext) marshalNBudgetEdge2ᚕgithubᚗcomᚋcostgwᚋgatewa
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNBudgetEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐBudgetEdge(ctx, sel, v[i])
+				ret[i] = ec._BudgetEdge(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -13379,33 +13379,17 @@ func (ec *executionContext) marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatew
 
 func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValueᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) graphql.Marshaler {
 	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
 			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValue(ctx, sel, v[i])
-			}()
+		}()
+		for i := range v {
+			ret[i] = ec._DimensionValue(ctx, sel, &v[i])
 		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	}()
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -13469,33 +13453,17 @@ func (ec *executionContext) marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgateway�
 
 func (ec *executionContext) marshalNHeatmapRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRowᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) graphql.Marshaler {
 	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
 			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRow(ctx, sel, v[i])
-			}()
+		}()
+		for i := range v {
+			ret[i] = ec._HeatmapRow(ctx, sel, &v[i])
 		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	}()
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -13532,7 +13500,7 @@ func (ec *executionContext) marshalNHistoryCostRow2ᚕgithubᚗcomᚋcostgwᚋga
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRow(ctx, sel, v[i])
+				ret[i] = ec._HistoryCostRow(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -13699,33 +13667,17 @@ func (ec *executionContext) marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatew
 
 func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriodᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) graphql.Marshaler {
 	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
 			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriod(ctx, sel, v[i])
-			}()
+		}()
+		for i := range v {
+			ret[i] = ec._LookbackPeriod(ctx, sel, &v[i])
 		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	}()
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -13801,33 +13753,17 @@ func (ec *executionContext) marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgateway
 
 func (ec *executionContext) marshalNPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) graphql.Marshaler {
 	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
 			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmount(ctx, sel, v[i])
-			}()
+		}()
+		for i := range v {
+			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
 		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	}()
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -13868,7 +13804,7 @@ func (ec *executionContext) marshalNPlanningActuals2ᚕgithubᚗcomᚋcostgwᚋg
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNPlanningActuals2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPlanningActuals(ctx, sel, v[i])
+				ret[i] = ec._PlanningActuals(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -13921,7 +13857,7 @@ func (ec *executionContext) marshalNRecommendation2ᚕgithubᚗcomᚋcostgwᚋga
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNRecommendation2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendation(ctx, sel, v[i])
+				ret[i] = ec._Recommendation(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -13974,7 +13910,7 @@ func (ec *executionContext) marshalNRecommendationEdge2ᚕgithubᚗcomᚋcostgw�
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNRecommendationEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐRecommendationEdge(ctx, sel, v[i])
+				ret[i] = ec._RecommendationEdge(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -14049,7 +13985,7 @@ func (ec *executionContext) marshalNScheduledNotification2ᚕgithubᚗcomᚋcost
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNScheduledNotification2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotification(ctx, sel, v[i])
+				ret[i] = ec._ScheduledNotification(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -14102,7 +14038,7 @@ func (ec *executionContext) marshalNScheduledNotificationEdge2ᚕgithubᚗcomᚋ
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNScheduledNotificationEdge2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐScheduledNotificationEdge(ctx, sel, v[i])
+				ret[i] = ec._ScheduledNotificationEdge(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -14170,33 +14106,17 @@ func (ec *executionContext) marshalNSummaryCard2githubᚗcomᚋcostgwᚋgateway�
 
 func (ec *executionContext) marshalNSummaryCard2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCardᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) graphql.Marshaler {
 	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
 			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalNSummaryCard2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCard(ctx, sel, v[i])
-			}()
+		}()
+		for i := range v {
+			ret[i] = ec._SummaryCard(ctx, sel, &v[i])
 		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	}()
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14213,33 +14133,17 @@ func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgateway�
 
 func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItemᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) graphql.Marshaler {
 	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
 			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalNTargetItem2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItem(ctx, sel, v[i])
-			}()
+		}()
+		for i := range v {
+			ret[i] = ec._TargetItem(ctx, sel, &v[i])
 		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	}()
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14297,7 +14201,7 @@ func (ec *executionContext) marshalNUserError2ᚕgithubᚗcomᚋcostgwᚋgateway
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNUserError2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserError(ctx, sel, v[i])
+				ret[i] = ec._UserError(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -14350,7 +14254,7 @@ func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgq
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx, sel, v[i])
+				ret[i] = ec.___Directive(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -14470,7 +14374,7 @@ func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
+				ret[i] = ec.___InputValue(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -14513,7 +14417,7 @@ func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgen�
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
+				ret[i] = ec.___Type(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -14874,33 +14778,17 @@ func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 		return graphql.Null
 	}
 	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
 			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmount(ctx, sel, v[i])
-			}()
+		}()
+		for i := range v {
+			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
 		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	}()
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14936,7 +14824,7 @@ func (ec *executionContext) marshalOPlanning2ᚕgithubᚗcomᚋcostgwᚋgateway�
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalNPlanning2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanning(ctx, sel, v[i])
+				ret[i] = ec._Planning(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -15077,7 +14965,7 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalN__EnumValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValue(ctx, sel, v[i])
+				ret[i] = ec.___EnumValue(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -15119,7 +15007,7 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalN__Field2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐField(ctx, sel, v[i])
+				ret[i] = ec.___Field(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -15161,7 +15049,7 @@ func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
+				ret[i] = ec.___InputValue(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {
@@ -15210,7 +15098,7 @@ func (ec *executionContext) marshalO__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgen�
 						panicked = true
 					}
 				}()
-				ret[i] = ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
+				ret[i] = ec.___Type(ctx, sel, &v[i])
 			}()
 		}
 		if panicked {

@@ -131,6 +131,10 @@ func run() error {
 		return err
 	}
 	fieldDirectives := len(data.AllDirectives.LocationDirectives("FIELD")) > 0
+	objects := map[string]*codegen.Object{}
+	for _, o := range data.Objects {
+		objects[o.Name] = o
+	}
 	err = templates.Render(templates.Options{
 		PackageName:     cfg.Exec.Package,
 		Filename:        cfg.Exec.Filename,
@@ -149,7 +153,12 @@ func run() error {
 				return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
 			},
 			"laterAppend": laterAppend,
-			"laterCheck":  laterCheck,
+			"onlyLaterLeaves": func(t *config.TypeReference) bool {
+				o := objects[t.Definition.Name]
+				return !fieldDirectives && o != nil && !o.Root && len(o.Fields) > 0 && !slices.ContainsFunc(o.Fields,
+					func(f *codegen.Field) bool { return !laterLeaf(f) })
+			},
+			"laterCheck": laterCheck,
 		},
 	})
 	if err != nil {
