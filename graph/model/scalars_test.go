@@ -270,3 +270,37 @@ func checkMarshalString(t *testing.T, s string) {
 		t.Errorf("MarshalString(%q) = %q (into a strings.Builder %q), gqlgen's %q", s, got.String(), other.String(), want.String())
 	}
 }
+
+// Each Append function appends exactly what its marshaler writes: the
+// executor writes a later leaf with the one (internal/gqlgen's appenders)
+// and any other with the other.
+func TestAppendersWriteWhatMarshalersWrite(t *testing.T) {
+	t.Parallel()
+	check := func(name string, m graphql.Marshaler, appended []byte) {
+		t.Helper()
+		var b bytes.Buffer
+		m.MarshalGQL(&b)
+		if b.String() != string(appended) {
+			t.Errorf("%s: the marshaler writes %q, the appender %q", name, b.String(), appended)
+		}
+	}
+	for _, s := range []string{"", "a \"b\" \\ \n\x01 é"} {
+		check("String", MarshalString(s), AppendString(nil, s))
+		check("ID", MarshalID(s), AppendString(nil, s))
+	}
+	for _, f := range []float64{0, -1.5, 3432522.36, 1e21, 1e-7} {
+		check("Float", MarshalFloat(f), AppendFloat(nil, f))
+	}
+	for _, d := range []upstream.Date{{Year: 2026, Month: 2, Day: 28}, {}} {
+		check("Date", MarshalDate(d), AppendDate(nil, d))
+	}
+	ts := upstream.Timestamp{Time: time.Date(2026, 11, 25, 21, 40, 5, 123456789, time.FixedZone("x", 3600))}
+	check("DateTime", MarshalDateTime(ts), AppendDateTime(nil, ts))
+	for _, n := range []int64{0, -42, math.MaxInt64, math.MinInt64} {
+		check("Int64", MarshalInt64(n), AppendInt64(nil, n))
+		check("Int", graphql.MarshalInt(int(n)), AppendInt(nil, int(n)))
+	}
+	for _, v := range []bool{true, false} {
+		check("Boolean", graphql.MarshalBoolean(v), AppendBoolean(nil, v))
+	}
+}
