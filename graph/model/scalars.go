@@ -325,14 +325,17 @@ type Explorer struct{}
 // its stack, rather than writing a number that JSON cannot hold.
 func MarshalFloat(f float64) graphql.Marshaler {
 	CheckFloat(f)
-	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(AppendFloat(buffer(w), f)) })
+	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(appendFloat(buffer(w), f)) })
 }
 
 // AppendFloat appends what MarshalFloat writes, and panics as it does.
 func AppendFloat(b []byte, f float64) []byte {
 	CheckFloat(f)
-	return strconv.AppendFloat(b, f, 'f', -1, 64)
+	return appendFloat(b, f)
 }
+
+// appendFloat appends f, which has been checked.
+func appendFloat(b []byte, f float64) []byte { return strconv.AppendFloat(b, f, 'f', -1, 64) }
 
 // CheckFloat panics when f is not finite, as MarshalFloat does; the
 // executor calls it when it resolves a Float that it writes later.

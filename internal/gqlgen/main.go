@@ -159,6 +159,7 @@ func run() error {
 					func(f *codegen.Field) bool { return !laterLeaf(f) })
 			},
 			"laterCheck": laterCheck,
+			"inPlace":    inPlace,
 		},
 	})
 	if err != nil {
@@ -293,6 +294,14 @@ func laterCheck(f *codegen.Field, o string) string {
 		return fmt.Sprintf("if %s != nil {\n\t%s(*%s)\n}", v, a.check, v)
 	}
 	return fmt.Sprintf("%s(%s)", a.check, v)
+}
+
+// inPlace reports whether a list's element of type t is resolved from the
+// element itself (&v[i]) rather than from a copy: a value (not a pointer) of
+// an object type, whose later leaves would otherwise keep the copy on the
+// heap.
+func inPlace(t *config.TypeReference) bool {
+	return !t.IsNilable() && t.Definition.Kind == ast.Object
 }
 
 func funcName(fn *types.Func) string {
