@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/internal/gopool"
 )
 
 // deadlineGrace is how long after a request's deadline its handler has to
@@ -31,10 +32,10 @@ func guardDeadline(log *slog.Logger, next http.Handler) http.Handler {
 		}
 		gw := &guardedWriter{w: w, h: w.Header().Clone()}
 		done := make(chan any, 1)
-		go func() {
+		gopool.Go(func() {
 			defer func() { done <- recover() }()
 			next.ServeHTTP(gw, r)
-		}()
+		})
 		timer := time.NewTimer(time.Until(dl) + deadlineGrace)
 		defer timer.Stop()
 		select {

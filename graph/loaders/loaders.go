@@ -28,6 +28,7 @@ import (
 	"github.com/graph-gophers/dataloader/v7"
 
 	"github.com/costgw/gateway/graph/cost"
+	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -129,13 +130,18 @@ func newLoader[K comparable, V any](f *fetcher, fetch func(context.Context, K) (
 }
 
 // fanOut makes a batch function that fetches each key with its own call, all
-// at once under the semaphore, and answers in the order of the keys.
+// at once under the semaphore, and answers in the order of the keys. Each call
+// runs on a pooled goroutine (internal/gopool), whose stack has grown to the
+// depth of a call and its decoding already; the batch's own goroutine, which
+// the dataloader starts afresh for each batch, only waits.
 func fanOut[K comparable, V any](f *fetcher, fetch func(context.Context, K) (V, error)) dataloader.BatchFunc[K, V] {
 	return func(ctx context.Context, keys []K) []*dataloader.Result[V] {
 		results := make([]*dataloader.Result[V], len(keys))
 		var wg sync.WaitGroup
 		for i, key := range keys {
-			wg.Go(func() {
+			wg.Add(1)
+			gopool.Go(func() {
+				defer wg.Done()
 				results[i] = fetchOne(ctx, f, fetch, key)
 			})
 		}
