@@ -10,15 +10,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/costgw/gateway/graph/model"
+	"github.com/costgw/gateway/graph/opmemo"
 	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 	gqlparser "github.com/vektah/gqlparser/v2"
@@ -1805,10 +1804,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 					return nil
 				}
 			}
-			buf, size := newResponseBuffer(opCtx.Operation)
+			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
 			response.Data = buf.Bytes()
-			size.remember(opCtx.Operation, buf.Len())
+			keepResponseSize(ec.memo, buf.Len())
 			if atomic.LoadInt32(&ec.Deferred) > 0 {
 				hasNext := atomic.LoadInt32(&ec.PendingDeferred) > 0
 				response.HasNext = &hasNext
@@ -1824,9 +1823,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			first = false
 			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
-			buf, size := newResponseBuffer(opCtx.Operation)
+			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
-			size.remember(opCtx.Operation, buf.Len())
+			keepResponseSize(ec.memo, buf.Len())
 
 			return &graphql.Response{
 				Data: buf.Bytes(),
@@ -1838,57 +1837,41 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	}
 }
 
-// responseSizes holds, by operation, about the length of its last
-// answer's data, so that the next answer of the same operation (a document
-// from the cache of parsed documents) is written into a buffer of that size
-// at once, not one doubled from 64 bytes, copied and collected a dozen
-// times. Its keys are weak: an operation dropped with its document is
-// forgotten.
-var responseSizes sync.Map // weak.Pointer[ast.OperationDefinition] → int
-
 // maxResponseHint bounds the buffer made ahead; a longer answer grows it.
 const maxResponseHint = 4 << 20
 
-// responseSize is what responseSizes knows of one operation.
-type responseSize struct {
-	key   weak.Pointer[ast.OperationDefinition]
-	hint  int
-	known bool
-}
-
-// newResponseBuffer returns a buffer for an answer of op, the size of its
-// last answer and an eighth.
-func newResponseBuffer(op *ast.OperationDefinition) (*bytes.Buffer, responseSize) {
-	s := responseSize{key: weak.Make(op)}
-	if v, ok := responseSizes.Load(s.key); ok {
-		s.hint, s.known = v.(int), true
-		return bytes.NewBuffer(make([]byte, 0, s.hint)), s
+// newResponseBuffer returns a buffer for an answer of the operation of m,
+// the size of its last answer and an eighth: an answer of a document from
+// the cache of parsed documents is written into a buffer of its size at
+// once, not one doubled from 64 bytes, copied and collected a dozen times.
+func newResponseBuffer(m *opmemo.Memo) *bytes.Buffer {
+	if h := m.SizeHint(); h > 0 {
+		return bytes.NewBuffer(make([]byte, 0, h))
 	}
-	return new(bytes.Buffer), s
+	return new(bytes.Buffer)
 }
 
-// remember keeps n, the length of this answer, when it is over the hint or
-// under half of it.
-func (s responseSize) remember(op *ast.OperationDefinition, n int) {
-	if s.known && n <= s.hint && n >= s.hint/2 {
+// keepResponseSize keeps n, the length of an answer, as the size of the
+// next when it is over the hint or under half of it.
+func keepResponseSize(m *opmemo.Memo, n int) {
+	if h := m.SizeHint(); h > 0 && n <= h && n >= h/2 {
 		return
 	}
-	responseSizes.Store(s.key, min(n+n/8, maxResponseHint))
-	if !s.known {
-		runtime.AddCleanup(op, func(k weak.Pointer[ast.OperationDefinition]) { responseSizes.Delete(k) }, s.key)
-	}
+	m.SetSizeHint(min(n+n/8, maxResponseHint))
 }
 
 type executionContext struct {
 	*graphql.ExecutionContextState[ResolverRoot, DirectiveRoot, ComplexityRoot]
+	memo      *opmemo.Memo
 	collected collectedFields
 }
 
-// collectedFields caches graphql.CollectFields for one operation, by the
-// selection set and the object type's implementors, which are the same
-// slices for every object resolved with them: a list of fifty budgets
-// collects each selection once. gqlgen's own cache hashes the implementors'
-// names for every object to make its key.
+// collectedFields caches graphql.CollectFields for one request of an
+// operation that is not static (opmemo.Memo.Static), by the selection set
+// and the object type's implementors, which are the same slices for every
+// object resolved with them: a list of fifty budgets collects each selection
+// once. gqlgen's own cache hashes the implementors' names for every object
+// to make its key.
 type collectedFields struct {
 	mu sync.RWMutex
 	m  map[collectedKey][]graphql.CollectedField
@@ -1901,8 +1884,14 @@ type collectedKey struct {
 }
 
 // collectFields is graphql.CollectFields(ec.OperationContext, sel, satisfies),
-// cached for the operation.
+// cached for all the requests of a static operation, and for the request
+// otherwise.
 func (ec *executionContext) collectFields(sel ast.SelectionSet, satisfies []string) []graphql.CollectedField {
+	if ec.memo.Static {
+		return ec.memo.Fields(sel, satisfies, func() []graphql.CollectedField {
+			return graphql.CollectFields(ec.OperationContext, sel, satisfies)
+		})
+	}
 	if len(sel) == 0 || len(satisfies) == 0 {
 		return graphql.CollectFields(ec.OperationContext, sel, satisfies)
 	}
@@ -1936,6 +1925,7 @@ func newExecutionContext(
 			parsedSchema,
 			deferredResults,
 		),
+		memo: opmemo.For(opCtx.Operation),
 	}
 }
 

@@ -45,7 +45,7 @@ func (r *budgetResolver) Actuals(ctx context.Context, obj *upstream.Budget) (*mo
 	if err != nil {
 		return nil, err
 	}
-	return actualsModel(a, has(selected(ctx, "BudgetActuals"), "byPlanning"))
+	return actualsModel(a, selects(ctx, "BudgetActuals", "byPlanning"))
 }
 
 func (r *explorerReportResolver) ID(ctx context.Context, obj *upstream.ExplorerReport) (string, error) {

@@ -119,7 +119,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first
 // edge type, or none when the query does not ask for edges (ctx is that of
 // the connection field): each edge costs a signed cursor.
 func edges[T, E any](ctx context.Context, w *window[T], edge func(cursor string, node *T) E) []E {
-	if !has(selected(ctx, w.conn.typ), "edges") {
+	if !selects(ctx, w.conn.typ, "edges") {
 		return nil
 	}
 	out := make([]E, len(w.items))

@@ -58,7 +58,7 @@ func (r *explorerResolver) DimensionValues(ctx context.Context, obj *model.Explo
 }
 
 func (r *explorerHistoryResolver) CostRows(ctx context.Context, obj *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {
-	return historyRows(obj, has(selected(ctx, "HistoryCostRow"), "raw"))
+	return historyRows(obj, selects(ctx, "HistoryCostRow", "raw"))
 }
 
 func (r *queryResolver) Explorer(ctx context.Context) (*model.Explorer, error) {

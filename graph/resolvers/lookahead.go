@@ -4,41 +4,64 @@ import (
 	"context"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/graph/loaders"
+	"github.com/costgw/gateway/graph/opmemo"
 	"github.com/costgw/gateway/upstream"
 )
 
-// selected returns the fields that the field ctx resolves selects on an
-// object of the GraphQL type typ, with @skip and @include applied; nil
-// outside a GraphQL operation.
-func selected(ctx context.Context, typ string) []graphql.CollectedField {
+// selects reports whether the field ctx resolves selects a field named
+// name on an object of the GraphQL type typ, with @skip and @include
+// applied; false outside a GraphQL operation. The answer is kept for every
+// request of a static operation (opmemo).
+func selects(ctx context.Context, typ, name string) bool {
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil || !graphql.HasOperationContext(ctx) {
-		return nil
+		return false
 	}
-	return graphql.CollectFields(graphql.GetOperationContext(ctx), fc.Field.Selections, cost.Satisfies(typ))
+	oc, sel := graphql.GetOperationContext(ctx), fc.Field.Selections
+	if len(sel) == 0 {
+		return false
+	}
+	return opmemo.Value(opmemo.For(oc.Operation), selectsKey{&sel[0], len(sel), typ, name}, func() bool {
+		for _, f := range graphql.CollectFields(oc, sel, cost.Satisfies(typ)) {
+			if f.Name == name {
+				return true
+			}
+		}
+		return false
+	})
 }
 
-// has reports whether fields holds one named name.
-func has(fields []graphql.CollectedField, name string) bool {
-	for _, f := range fields {
-		if f.Name == name {
-			return true
-		}
-	}
-	return false
+type selectsKey struct {
+	sel       *ast.Selection
+	n         int
+	typ, name string
 }
 
 // reads returns the per-budget reads that the selection of the field ctx
-// resolves needs, on an object of the GraphQL type typ (see cost.Reads).
+// resolves needs, on an object of the GraphQL type typ (see cost.Reads),
+// kept for every request of a static operation (opmemo).
 func reads(ctx context.Context, typ string) cost.Read {
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil || !graphql.HasOperationContext(ctx) {
 		return 0
 	}
-	return cost.Reads(graphql.GetOperationContext(ctx), fc.Field.Selections, typ)
+	oc, sel := graphql.GetOperationContext(ctx), fc.Field.Selections
+	if len(sel) == 0 {
+		return 0
+	}
+	return opmemo.Value(opmemo.For(oc.Operation), readsKey{&sel[0], len(sel), typ}, func() cost.Read {
+		return cost.Reads(oc, sel, typ)
+	})
+}
+
+type readsKey struct {
+	sel *ast.Selection
+	n   int
+	typ string
 }
 
 // start starts the reads r of budget b; the loaders keep the answers for the

@@ -1,0 +1,159 @@
+// Package opmemo keeps what the gateway works out from an operation once for
+// all the requests that run it.
+//
+// A document is parsed and validated once and kept in the cache of parsed
+// documents (graph's docCache); every request that sends it again runs the
+// same *ast.OperationDefinition. What depends only on that operation (the
+// fields each selection collects on each type, the reads a selection needs
+// of a budget, the size of its answer) is the same for all of them, as long
+// as no variable changes which fields are selected: Static says so. A Memo
+// is held by a weak key, and forgotten when its operation is, with its
+// document.
+package opmemo
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// Memo is what one operation's requests share.
+type Memo struct {
+	// Static reports that no variable changes which fields the operation
+	// selects: no directive in it, its fragments' included, takes a
+	// variable. Only then are Fields and Value kept.
+	Static bool
+
+	fields sync.Map     // fieldsKey → []graphql.CollectedField
+	values sync.Map     // a caller's key → its value
+	size   atomic.Int64 // SizeHint
+}
+
+var memos sync.Map // weak.Pointer[ast.OperationDefinition] → *Memo
+
+// For returns the memo of op, made on its first request; for no operation,
+// a memo of its own that is not static.
+func For(op *ast.OperationDefinition) *Memo {
+	if op == nil {
+		return &Memo{}
+	}
+	k := weak.Make(op)
+	if m, ok := memos.Load(k); ok {
+		return m.(*Memo)
+	}
+	m, loaded := memos.LoadOrStore(k, &Memo{Static: static(op)})
+	if !loaded {
+		runtime.AddCleanup(op, func(k weak.Pointer[ast.OperationDefinition]) { memos.Delete(k) }, k)
+	}
+	return m.(*Memo)
+}
+
+type fieldsKey struct {
+	sel       *ast.Selection
+	n         int
+	satisfies *string
+}
+
+// Fields returns the fields that sel collects on an object that satisfies
+// the types satisfies (a slice that lives as long as the program, such as the
+// executor's lists of implementors): collect's answer, kept when the
+// operation is static. A memo that is not static, or nil, keeps nothing.
+func (m *Memo) Fields(sel ast.SelectionSet, satisfies []string, collect func() []graphql.CollectedField) []graphql.CollectedField {
+	if m == nil || !m.Static || len(sel) == 0 || len(satisfies) == 0 {
+		return collect()
+	}
+	k := fieldsKey{sel: &sel[0], n: len(sel), satisfies: &satisfies[0]}
+	if v, ok := m.fields.Load(k); ok {
+		return v.([]graphql.CollectedField)
+	}
+	f := collect()
+	m.fields.Store(k, f)
+	return f
+}
+
+// Value returns make's answer for key, kept when the operation is static.
+// key must be comparable and tell apart everything make's answer depends on
+// besides the operation; it may hold pointers into the operation.
+func Value[V any](m *Memo, key any, make func() V) V {
+	if m == nil || !m.Static {
+		return make()
+	}
+	if v, ok := m.values.Load(key); ok {
+		return v.(V)
+	}
+	v := make()
+	m.values.Store(key, v)
+	return v
+}
+
+// SizeHint returns what SetSizeHint kept, 0 before it is first called.
+func (m *Memo) SizeHint() int { return int(m.size.Load()) }
+
+// SetSizeHint keeps n as a hint of the length of the operation's answers.
+func (m *Memo) SetSizeHint(n int) { m.size.Store(int64(n)) }
+
+// static reports whether no directive in op, or in a fragment it spreads,
+// takes a variable. Each fragment is looked at once, however often it is
+// spread.
+func static(op *ast.OperationDefinition) bool {
+	seen := map[*ast.FragmentDefinition]bool{}
+	var set func(ast.SelectionSet) bool
+	set = func(s ast.SelectionSet) bool {
+		for _, sel := range s {
+			switch sel := sel.(type) {
+			case *ast.Field:
+				if variable(sel.Directives) || !set(sel.SelectionSet) {
+					return false
+				}
+			case *ast.InlineFragment:
+				if variable(sel.Directives) || !set(sel.SelectionSet) {
+					return false
+				}
+			case *ast.FragmentSpread:
+				if variable(sel.Directives) {
+					return false
+				}
+				if d := sel.Definition; d != nil && !seen[d] {
+					seen[d] = true
+					if variable(d.Directives) || !set(d.SelectionSet) {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	}
+	return !variable(op.Directives) && set(op.SelectionSet)
+}
+
+// variable reports whether a directive of ds takes a variable anywhere in
+// its arguments.
+func variable(ds ast.DirectiveList) bool {
+	for _, d := range ds {
+		for _, a := range d.Arguments {
+			if hasVariable(a.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasVariable(v *ast.Value) bool {
+	if v == nil {
+		return false
+	}
+	if v.Kind == ast.Variable {
+		return true
+	}
+	for _, c := range v.Children {
+		if hasVariable(c.Value) {
+			return true
+		}
+	}
+	return false
+}
