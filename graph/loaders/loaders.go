@@ -48,28 +48,78 @@ type Options struct {
 // actuals in one round.
 const DefaultMaxConcurrency = 100
 
-// Loaders is one request's set of loaders.
+// Loaders is one request's set of loaders. Each is made on its first use: a
+// request uses one to three of the twelve.
 type Loaders struct {
-	// Budget loads a budget with metrics and dimensions (getBudget).
-	Budget *dataloader.Loader[string, *upstream.BudgetDetail]
-	// Actuals loads a budget's actuals (getBudgetActuals).
-	Actuals *dataloader.Loader[string, *upstream.BudgetActuals]
-	// Planning loads a budget's planning grid (getBudgetPlanning).
-	Planning *dataloader.Loader[string, *upstream.BudgetPlanning]
-	// The Explorer queries, each distinct query once.
-	Summary         *dataloader.Loader[ExplorerKey, *upstream.ExplorerSummary]
-	PreviousPeriod  *dataloader.Loader[ExplorerKey, *upstream.ExplorerPreviousPeriod]
-	History         *dataloader.Loader[ExplorerKey, *upstream.ExplorerHistory]
-	Heatmap         *dataloader.Loader[ExplorerKey, *upstream.ExplorerHeatmap]
-	DimensionValues *dataloader.Loader[string, *upstream.DimensionValues]
+	c *upstream.Client
+	f fetcher
 
-	// The first ScanRecords of the lists whose records the upstream has no
-	// single read for, read once per request for node(id:) (the key is
-	// unused: each loader holds one list).
-	Recommendations *dataloader.Loader[struct{}, []upstream.Recommendation]
-	Anomalies       *dataloader.Loader[struct{}, []upstream.Anomaly]
-	Notifications   *dataloader.Loader[struct{}, []upstream.ScheduledNotification]
-	Budgets         *dataloader.Loader[struct{}, []upstream.Budget]
+	budget          lazy[string, *upstream.BudgetDetail]
+	actuals         lazy[string, *upstream.BudgetActuals]
+	planning        lazy[string, *upstream.BudgetPlanning]
+	summary         lazy[ExplorerKey, *upstream.ExplorerSummary]
+	previousPeriod  lazy[ExplorerKey, *upstream.ExplorerPreviousPeriod]
+	history         lazy[ExplorerKey, *upstream.ExplorerHistory]
+	heatmap         lazy[ExplorerKey, *upstream.ExplorerHeatmap]
+	dimensionValues lazy[string, *upstream.DimensionValues]
+	recommendations lazy[struct{}, []upstream.Recommendation]
+	anomalies       lazy[struct{}, []upstream.Anomaly]
+	notifications   lazy[struct{}, []upstream.ScheduledNotification]
+	budgets         lazy[struct{}, []upstream.Budget]
+}
+
+// lazy is a loader made on first use. Each accessor makes its loader in
+// the function it gives to once.Do, so that the fetch function it binds is
+// made only then.
+type lazy[K comparable, V any] struct {
+	once sync.Once
+	l    *dataloader.Loader[K, V]
+}
+
+// Budget loads a budget with metrics and dimensions (getBudget).
+func (l *Loaders) Budget() *dataloader.Loader[string, *upstream.BudgetDetail] {
+	l.budget.once.Do(func() { l.budget.l = newLoader(&l.f, l.c.Budgets.Get) })
+	return l.budget.l
+}
+
+// Actuals loads a budget's actuals (getBudgetActuals).
+func (l *Loaders) Actuals() *dataloader.Loader[string, *upstream.BudgetActuals] {
+	l.actuals.once.Do(func() { l.actuals.l = newLoader(&l.f, l.c.Budgets.Actuals) })
+	return l.actuals.l
+}
+
+// Planning loads a budget's planning grid (getBudgetPlanning).
+func (l *Loaders) Planning() *dataloader.Loader[string, *upstream.BudgetPlanning] {
+	l.planning.once.Do(func() { l.planning.l = newLoader(&l.f, l.c.Budgets.Planning) })
+	return l.planning.l
+}
+
+// Summary loads an Explorer summary, each distinct query once, as the
+// three below do theirs.
+func (l *Loaders) Summary() *dataloader.Loader[ExplorerKey, *upstream.ExplorerSummary] {
+	l.summary.once.Do(func() { l.summary.l = newLoader(&l.f, explorerFetch(l.c.Explorer.Summary)) })
+	return l.summary.l
+}
+
+func (l *Loaders) PreviousPeriod() *dataloader.Loader[ExplorerKey, *upstream.ExplorerPreviousPeriod] {
+	l.previousPeriod.once.Do(func() { l.previousPeriod.l = newLoader(&l.f, explorerFetch(l.c.Explorer.PreviousPeriod)) })
+	return l.previousPeriod.l
+}
+
+func (l *Loaders) History() *dataloader.Loader[ExplorerKey, *upstream.ExplorerHistory] {
+	l.history.once.Do(func() { l.history.l = newLoader(&l.f, explorerFetch(l.c.Explorer.History)) })
+	return l.history.l
+}
+
+func (l *Loaders) Heatmap() *dataloader.Loader[ExplorerKey, *upstream.ExplorerHeatmap] {
+	l.heatmap.once.Do(func() { l.heatmap.l = newLoader(&l.f, explorerFetch(l.c.Explorer.Heatmap)) })
+	return l.heatmap.l
+}
+
+// DimensionValues loads the values of a dimension.
+func (l *Loaders) DimensionValues() *dataloader.Loader[string, *upstream.DimensionValues] {
+	l.dimensionValues.once.Do(func() { l.dimensionValues.l = newLoader(&l.f, l.c.Explorer.DimensionValues) })
+	return l.dimensionValues.l
 }
 
 // ScanRecords is how many records of a list a scan reads at most: the
@@ -98,21 +148,7 @@ func New(c *upstream.Client, o Options) *Loaders {
 	if n <= 0 {
 		n = DefaultMaxConcurrency
 	}
-	sem := &fetcher{sem: make(chan struct{}, n), log: o.Logger, onPanic: o.OnPanic}
-	return &Loaders{
-		Budget:          newLoader(sem, c.Budgets.Get),
-		Actuals:         newLoader(sem, c.Budgets.Actuals),
-		Planning:        newLoader(sem, c.Budgets.Planning),
-		Summary:         newLoader(sem, explorerFetch(c.Explorer.Summary)),
-		PreviousPeriod:  newLoader(sem, explorerFetch(c.Explorer.PreviousPeriod)),
-		History:         newLoader(sem, explorerFetch(c.Explorer.History)),
-		Heatmap:         newLoader(sem, explorerFetch(c.Explorer.Heatmap)),
-		DimensionValues: newLoader(sem, c.Explorer.DimensionValues),
-		Recommendations: newLoader(sem, scan(c.Recommendations.All)),
-		Anomalies:       newLoader(sem, scan(c.Anomalies.All)),
-		Notifications:   newLoader(sem, scan(c.Notifications.AllScheduled)),
-		Budgets:         newLoader(sem, scan(c.Budgets.All)),
-	}
+	return &Loaders{c: c, f: fetcher{sem: make(chan struct{}, n), log: o.Logger, onPanic: o.OnPanic}}
 }
 
 // fetcher makes the calls of one request's loaders: under the request's
@@ -178,37 +214,41 @@ func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(c
 
 // RecommendationList returns the request's scan of the recommendations.
 func (l *Loaders) RecommendationList(ctx context.Context) ([]upstream.Recommendation, error) {
-	return l.Recommendations.Load(ctx, struct{}{})()
+	l.recommendations.once.Do(func() { l.recommendations.l = newLoader(&l.f, scan(l.c.Recommendations.All)) })
+	return l.recommendations.l.Load(ctx, struct{}{})()
 }
 
 // AnomalyList returns the request's scan of the anomalies.
 func (l *Loaders) AnomalyList(ctx context.Context) ([]upstream.Anomaly, error) {
-	return l.Anomalies.Load(ctx, struct{}{})()
+	l.anomalies.once.Do(func() { l.anomalies.l = newLoader(&l.f, scan(l.c.Anomalies.All)) })
+	return l.anomalies.l.Load(ctx, struct{}{})()
 }
 
 // NotificationList returns the request's scan of the scheduled notifications.
 func (l *Loaders) NotificationList(ctx context.Context) ([]upstream.ScheduledNotification, error) {
-	return l.Notifications.Load(ctx, struct{}{})()
+	l.notifications.once.Do(func() { l.notifications.l = newLoader(&l.f, scan(l.c.Notifications.AllScheduled)) })
+	return l.notifications.l.Load(ctx, struct{}{})()
 }
 
 // BudgetList returns the request's scan of the budgets.
 func (l *Loaders) BudgetList(ctx context.Context) ([]upstream.Budget, error) {
-	return l.Budgets.Load(ctx, struct{}{})()
+	l.budgets.once.Do(func() { l.budgets.l = newLoader(&l.f, scan(l.c.Budgets.All)) })
+	return l.budgets.l.Load(ctx, struct{}{})()
 }
 
 // PrimePlannings records the planning rows a budget record already carries,
 // so refetching that budget's planning grid in this request costs no call.
 func (l *Loaders) PrimePlannings(ctx context.Context, b *upstream.Budget) {
 	if b.Plannings != nil {
-		l.Planning.Prime(ctx, b.ID, &upstream.BudgetPlanning{Plannings: b.Plannings})
+		l.Planning().Prime(ctx, b.ID, &upstream.BudgetPlanning{Plannings: b.Plannings})
 	}
 }
 
 // Forget drops what the loaders hold for a budget, after a write changed it.
 func (l *Loaders) Forget(ctx context.Context, budgetID string) {
-	l.Budget.Clear(ctx, budgetID)
-	l.Actuals.Clear(ctx, budgetID)
-	l.Planning.Clear(ctx, budgetID)
+	l.Budget().Clear(ctx, budgetID)
+	l.Actuals().Clear(ctx, budgetID)
+	l.Planning().Clear(ctx, budgetID)
 }
 
 type ctxKey struct{}

@@ -33,7 +33,7 @@ func budgetDetail(ctx context.Context, id string) (*upstream.BudgetDetail, error
 	if err != nil {
 		return nil, err
 	}
-	d, err := l.Budget.Load(ctx, id)()
+	d, err := l.Budget().Load(ctx, id)()
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func budgetActuals(ctx context.Context, id string) (*upstream.BudgetActuals, err
 	if err != nil {
 		return nil, err
 	}
-	return l.Actuals.Load(ctx, id)()
+	return l.Actuals().Load(ctx, id)()
 }
 
 // budgetPlannings returns a budget's planning rows: from the record when it
@@ -65,7 +65,7 @@ func planningGrid(ctx context.Context, budgetID string) ([]upstream.Planning, er
 	if err != nil {
 		return nil, err
 	}
-	g, err := l.Planning.Load(ctx, budgetID)()
+	g, err := l.Planning().Load(ctx, budgetID)()
 	if err != nil {
 		return nil, err
 	}

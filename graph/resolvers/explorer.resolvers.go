@@ -19,7 +19,7 @@ func (r *explorerResolver) Summary(ctx context.Context, obj *model.Explorer, que
 	if err != nil {
 		return nil, err
 	}
-	return l.Summary.Load(ctx, explorerKey(query))()
+	return l.Summary().Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerPreviousPeriod, error) {
@@ -27,7 +27,7 @@ func (r *explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explor
 	if err != nil {
 		return nil, err
 	}
-	return l.PreviousPeriod.Load(ctx, explorerKey(query))()
+	return l.PreviousPeriod().Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) History(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHistory, error) {
@@ -35,7 +35,7 @@ func (r *explorerResolver) History(ctx context.Context, obj *model.Explorer, que
 	if err != nil {
 		return nil, err
 	}
-	return l.History.Load(ctx, explorerKey(query))()
+	return l.History().Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHeatmap, error) {
@@ -43,7 +43,7 @@ func (r *explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, que
 	if err != nil {
 		return nil, err
 	}
-	return l.Heatmap.Load(ctx, explorerKey(query))()
+	return l.Heatmap().Load(ctx, explorerKey(query))()
 }
 
 func (r *explorerResolver) DimensionValues(ctx context.Context, obj *model.Explorer, key string) (*upstream.DimensionValues, error) {
@@ -54,7 +54,7 @@ func (r *explorerResolver) DimensionValues(ctx context.Context, obj *model.Explo
 	if err != nil {
 		return nil, err
 	}
-	return l.DimensionValues.Load(ctx, key)()
+	return l.DimensionValues().Load(ctx, key)()
 }
 
 func (r *explorerHistoryResolver) CostRows(ctx context.Context, obj *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {

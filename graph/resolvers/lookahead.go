@@ -69,13 +69,13 @@ type readsKey struct {
 // grid is read only for a record that came without its rows.
 func start(ctx context.Context, l *loaders.Loaders, r cost.Read, b *upstream.Budget) {
 	if r&cost.Detail != 0 {
-		l.Budget.Load(ctx, b.ID)
+		l.Budget().Load(ctx, b.ID)
 	}
 	if r&cost.Actuals != 0 {
-		l.Actuals.Load(ctx, b.ID)
+		l.Actuals().Load(ctx, b.ID)
 	}
 	if r&cost.Planning != 0 && b.Plannings == nil {
-		l.Planning.Load(ctx, b.ID)
+		l.Planning().Load(ctx, b.ID)
 	}
 }
 
