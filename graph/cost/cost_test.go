@@ -224,3 +224,33 @@ func fieldTable() []byte {
 	slices.Sort(rows)
 	return []byte("| field | upstream operation | calls |\n|---|---|---|\n" + strings.Join(rows, ""))
 }
+
+// EstimateOnce keeps an operation's estimate for its next requests only when
+// no variable went into it: a cached document whose page size, ID or IDs
+// come from variables is estimated again with each request's values.
+func TestEstimateOnceFollowsTheVariables(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		query string
+		vars  []map[string]any
+	}{
+		{`query($n: Int) { budgets(first: $n) { nodes { actuals { total } } } }`,
+			[]map[string]any{{"n": 10}, {"n": 50}, {}}},
+		{`query($a: String) { anomalies(first: 200, after: $a) { nodes { anomalyId } } }`,
+			[]map[string]any{{"a": nil}, {"a": "x"}}},
+		{`query($id: ID!) { node(id: $id) { id ... on Budget { actuals { total } metrics { variance } } } }`,
+			[]map[string]any{{"id": relay.BudgetID("b")}, {"id": "x"}, {"id": relay.NodeID(relay.TypeRecommendation, "r")}}},
+		{`query($ids: [ID!]!) { nodes(ids: $ids) { id } }`,
+			[]map[string]any{{"ids": []any{relay.BudgetID("a")}}, {"ids": []any{relay.BudgetID("a"), relay.BudgetID("b")}}}},
+		{`query($id: ID!) { budget(id: $id) { actuals { total } } budgets(first: 3) { nodes { name } } }`,
+			[]map[string]any{{"id": "a"}, {"id": "b"}}},
+	}
+	for _, tc := range tests {
+		op := schematest.Operation(t, tc.query)
+		for _, vars := range tc.vars {
+			if got, want := cost.EstimateOnce(op, vars), cost.Estimate(op, vars); got != want {
+				t.Errorf("%s with %v: EstimateOnce = %+v, want %+v", tc.query, vars, got, want)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/costgw/gateway/graph/opmemo"
 	"github.com/costgw/gateway/graph/relay"
 )
 
@@ -25,12 +26,38 @@ type Summary struct {
 // document however the fragments fan out; a fragment spread twice in one
 // selection counts once, as the executor runs it once.
 func Estimate(op *ast.OperationDefinition, vars map[string]any) Summary {
+	s, _ := estimate(op, vars)
+	return s
+}
+
+// EstimateOnce is Estimate, kept for all the requests of op (opmemo) when
+// no argument it reads takes a variable: for those the summary of a cached
+// document is the same for every request.
+func EstimateOnce(op *ast.OperationDefinition, vars map[string]any) Summary {
 	if op == nil {
 		return Summary{}
 	}
+	m := opmemo.For(op)
+	if s, ok := m.Kept(estimateKey{}); ok {
+		return s.(Summary)
+	}
+	s, varies := estimate(op, vars)
+	if !varies {
+		m.Keep(estimateKey{}, s)
+	}
+	return s
+}
+
+type estimateKey struct{}
+
+// estimate is Estimate, and whether a variable's value went into it.
+func estimate(op *ast.OperationDefinition, vars map[string]any) (Summary, bool) {
+	if op == nil {
+		return Summary{}, false
+	}
 	a := analyzer{vars: vars, memo: map[memoKey]*part{}}
 	p := a.set(op.SelectionSet, "")
-	return Summary{Calls: p.calls, Depth: p.depth, Aliases: p.aliases, RootFields: p.fields}
+	return Summary{Calls: p.calls, Depth: p.depth, Aliases: p.aliases, RootFields: p.fields}, a.varies
 }
 
 // part is what a selection set adds for one object it selects on.
@@ -54,8 +81,45 @@ func (p *part) add(q *part) {
 type memoKey struct{ fragment, only string }
 
 type analyzer struct {
-	vars map[string]any
-	memo map[memoKey]*part // nil value: the fragment is being visited
+	vars   map[string]any
+	memo   map[memoKey]*part // nil value: the fragment is being visited
+	varies bool              // an argument read took a variable
+}
+
+// arg returns the value of the argument name of f as f.ArgumentMap gives
+// it (a variable's value, else the argument's default), reading no other
+// argument, and notes when a variable went into it.
+func (a *analyzer) arg(f *ast.Field, name string) any {
+	if f.Definition == nil {
+		return nil
+	}
+	def := f.Definition.Arguments.ForName(name)
+	if def == nil {
+		return nil
+	}
+	if v := f.Arguments.ForName(name); v != nil && v.Value != nil {
+		if opmemo.HasVariable(v.Value) {
+			a.varies = true
+		}
+		if v.Value.Kind != ast.Variable {
+			val, err := v.Value.Value(a.vars)
+			if err != nil {
+				return nil
+			}
+			return val
+		}
+		if val, ok := a.vars[v.Value.Raw]; ok {
+			return val
+		}
+	}
+	if def.DefaultValue != nil {
+		val, err := def.DefaultValue.Value(a.vars)
+		if err != nil {
+			return nil
+		}
+		return val
+	}
+	return nil
 }
 
 // set summarizes a selection set. only, when not empty, is the concrete
@@ -108,12 +172,12 @@ func (a *analyzer) fragment(def *ast.FragmentDefinition, only string) *part {
 // a list scanned to find objects is read once per request, however many
 // IDs it serves. An ID that is not one fails without a call. An ID that is
 // not known yet (a variable without a value) counts as the dearest type.
-func (a *analyzer) refetch(f *ast.Field, args map[string]any, perID bool) int {
+func (a *analyzer) refetch(f *ast.Field, perID bool) int {
 	var ids []any
 	if perID {
-		ids, _ = args["ids"].([]any)
+		ids, _ = a.arg(f, "ids").([]any)
 	} else {
-		ids = []any{args["id"]}
+		ids = []any{a.arg(f, "id")}
 	}
 	calls := 0
 	scanned := map[string]bool{}
@@ -173,17 +237,16 @@ func (a *analyzer) field(f *ast.Field) *part {
 	p.aliases = addCapped(p.aliases, sub.aliases)
 
 	calls, each := row.Calls, 1
-	args := f.ArgumentMap(a.vars)
 	if row.Connection {
 		n := DefaultFirst
-		if v, ok := toInt(args["first"]); ok && v > 0 {
+		if v, ok := toInt(a.arg(f, "first")); ok && v > 0 {
 			n = v
 		}
-		calls = addCapped(calls, Pages(n, args["after"] != nil))
+		calls = addCapped(calls, Pages(n, a.arg(f, "after") != nil))
 		each = n
 	}
 	if row.PerID {
-		ids, _ := args["ids"].([]any)
+		ids, _ := a.arg(f, "ids").([]any)
 		each = len(ids)
 	}
 	needs := row.Needs
@@ -192,7 +255,7 @@ func (a *analyzer) field(f *ast.Field) *part {
 	}
 	switch {
 	case row.Refetch:
-		calls = addCapped(calls, a.refetch(f, args, row.PerID))
+		calls = addCapped(calls, a.refetch(f, row.PerID))
 	case row.NewBudget:
 		calls = addCapped(calls, mulCapped(each, addCapped(sub.calls, (needs|sub.reads).count())))
 	default:

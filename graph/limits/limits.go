@@ -158,7 +158,7 @@ func check(op *ast.OperationDefinition, vars map[string]any, c Config) (cost.Sum
 	if op == nil {
 		return cost.Summary{}, nil
 	}
-	s := cost.Estimate(op, vars)
+	s := cost.EstimateOnce(op, vars)
 	return s, checkSummary(s, c)
 }
 

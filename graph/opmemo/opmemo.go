@@ -30,6 +30,7 @@ type Memo struct {
 
 	fields sync.Map     // fieldsKey → []graphql.CollectedField
 	values sync.Map     // a caller's key → its value
+	kept   sync.Map     // Keep
 	size   atomic.Int64 // SizeHint
 }
 
@@ -90,6 +91,13 @@ func Value[V any](m *Memo, key any, make func() V) V {
 	return v
 }
 
+// Kept returns what Keep kept for key.
+func (m *Memo) Kept(key any) (any, bool) { return m.kept.Load(key) }
+
+// Keep keeps v for key whether the operation is static or not: its caller
+// knows that v is the same for every request of the operation.
+func (m *Memo) Keep(key, v any) { m.kept.Store(key, v) }
+
 // SizeHint returns what SetSizeHint kept, 0 before it is first called.
 func (m *Memo) SizeHint() int { return int(m.size.Load()) }
 
@@ -135,7 +143,7 @@ func static(op *ast.OperationDefinition) bool {
 func variable(ds ast.DirectiveList) bool {
 	for _, d := range ds {
 		for _, a := range d.Arguments {
-			if hasVariable(a.Value) {
+			if HasVariable(a.Value) {
 				return true
 			}
 		}
@@ -143,7 +151,8 @@ func variable(ds ast.DirectiveList) bool {
 	return false
 }
 
-func hasVariable(v *ast.Value) bool {
+// HasVariable reports whether v is, or holds, a variable.
+func HasVariable(v *ast.Value) bool {
 	if v == nil {
 		return false
 	}
@@ -151,7 +160,7 @@ func hasVariable(v *ast.Value) bool {
 		return true
 	}
 	for _, c := range v.Children {
-		if hasVariable(c.Value) {
+		if HasVariable(c.Value) {
 			return true
 		}
 	}
