@@ -22,7 +22,9 @@ const deadlineGrace = time.Second
 // answered 504 REQUEST_TIMEOUT at once. The handler goes on in the
 // background until it notices its context has ended, and nothing it writes
 // then reaches the client, so the access log records what was sent. An
-// answer that has started is left to finish.
+// answer that has started is left to finish. The handler runs on a
+// goroutine kept from an earlier request (internal/gopool), whose stack has
+// grown already.
 func guardDeadline(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, ok := r.Context().Deadline()

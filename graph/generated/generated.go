@@ -18,7 +18,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/opmemo"
-	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -12959,8 +12958,7 @@ func (o *objectOut) Concurrently(i int, f func(context.Context) graphql.Marshale
 }
 
 // Dispatch runs what Concurrently recorded as graphql.FieldSet does: the
-// first on this goroutine, each other on a goroutine of its own, taken from
-// the gateway's pool (internal/gopool) so that it comes with a grown stack.
+// first on this goroutine, each other in a goroutine of its own.
 func (o *objectOut) Dispatch(ctx context.Context) {
 	switch len(o.delayed) {
 	case 0:
@@ -12970,10 +12968,10 @@ func (o *objectOut) Dispatch(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, d := range o.delayed[1:] {
 			wg.Add(1)
-			gopool.Go(func() {
+			go func(d objectOutDelayed) {
 				defer wg.Done()
 				o.Values[d.i] = d.f(ctx)
-			})
+			}(d)
 		}
 		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
 		wg.Wait()
