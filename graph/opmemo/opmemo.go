@@ -71,9 +71,8 @@ func (m *Memo) Fields(sel ast.SelectionSet, satisfies []string, collect func() [
 	if v, ok := m.fields.Load(k); ok {
 		return v.([]graphql.CollectedField)
 	}
-	f := collect()
-	m.fields.Store(k, f)
-	return f
+	v, _ := m.fields.LoadOrStore(k, collect())
+	return v.([]graphql.CollectedField)
 }
 
 // Value returns make's answer for key, kept when the operation is static.
@@ -86,9 +85,8 @@ func Value[V any](m *Memo, key any, make func() V) V {
 	if v, ok := m.values.Load(key); ok {
 		return v.(V)
 	}
-	v := make()
-	m.values.Store(key, v)
-	return v
+	v, _ := m.values.LoadOrStore(key, make())
+	return v.(V)
 }
 
 // Kept returns what Keep kept for key.
