@@ -28,10 +28,8 @@ type Memo struct {
 	// variable. Only then are Fields and Value kept.
 	Static bool
 
-	fields sync.Map     // fieldsKey → []graphql.CollectedField
-	values sync.Map     // a caller's key → its value
-	kept   sync.Map     // Keep
-	size   atomic.Int64 // SizeHint
+	kept sync.Map     // Fields, Value and Keep, each under keys of its own types
+	size atomic.Int64 // SizeHint
 }
 
 var memos sync.Map // weak.Pointer[ast.OperationDefinition] → *Memo
@@ -67,12 +65,7 @@ func (m *Memo) Fields(sel ast.SelectionSet, satisfies []string, collect func() [
 	if m == nil || !m.Static || len(sel) == 0 || len(satisfies) == 0 {
 		return collect()
 	}
-	k := fieldsKey{sel: &sel[0], n: len(sel), satisfies: &satisfies[0]}
-	if v, ok := m.fields.Load(k); ok {
-		return v.([]graphql.CollectedField)
-	}
-	v, _ := m.fields.LoadOrStore(k, collect())
-	return v.([]graphql.CollectedField)
+	return Value(m, fieldsKey{sel: &sel[0], n: len(sel), satisfies: &satisfies[0]}, collect)
 }
 
 // Value returns make's answer for key, kept when the operation is static.
@@ -82,10 +75,10 @@ func Value[V any](m *Memo, key any, make func() V) V {
 	if m == nil || !m.Static {
 		return make()
 	}
-	if v, ok := m.values.Load(key); ok {
+	if v, ok := m.kept.Load(key); ok {
 		return v.(V)
 	}
-	v, _ := m.values.LoadOrStore(key, make())
+	v, _ := m.kept.LoadOrStore(key, make())
 	return v.(V)
 }
 

@@ -12,16 +12,22 @@ import (
 	"github.com/costgw/gateway/upstream"
 )
 
+// selection returns the operation and the selection of the field ctx
+// resolves; no selection outside a GraphQL operation.
+func selection(ctx context.Context) (*graphql.OperationContext, ast.SelectionSet) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || !graphql.HasOperationContext(ctx) {
+		return nil, nil
+	}
+	return graphql.GetOperationContext(ctx), fc.Field.Selections
+}
+
 // selects reports whether the field ctx resolves selects a field named
 // name on an object of the GraphQL type typ, with @skip and @include
 // applied; false outside a GraphQL operation. The answer is kept for every
 // request of a static operation (opmemo).
 func selects(ctx context.Context, typ, name string) bool {
-	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || !graphql.HasOperationContext(ctx) {
-		return false
-	}
-	oc, sel := graphql.GetOperationContext(ctx), fc.Field.Selections
+	oc, sel := selection(ctx)
 	if len(sel) == 0 {
 		return false
 	}
@@ -45,11 +51,7 @@ type selectsKey struct {
 // resolves needs, on an object of the GraphQL type typ (see cost.Reads),
 // kept for every request of a static operation (opmemo).
 func reads(ctx context.Context, typ string) cost.Read {
-	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || !graphql.HasOperationContext(ctx) {
-		return 0
-	}
-	oc, sel := graphql.GetOperationContext(ctx), fc.Field.Selections
+	oc, sel := selection(ctx)
 	if len(sel) == 0 {
 		return 0
 	}
