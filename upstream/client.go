@@ -391,18 +391,35 @@ func (e *envelope[T]) hasData() bool { return e.Data != nil }
 // answerEnvelope is an envelope of any data type.
 type answerEnvelope interface{ hasData() bool }
 
-// emptyBody is the body of a request without one. net/http's Transport
-// replays a request on a reused connection that broke only when the request
-// "has no body or has its Request.GetBody defined" (its documented rule):
-// an empty body with no GetBody keeps it from replaying GETs and DELETEs,
-// as a nil GetBody does for requests with a body, so the retry loop is the
-// only place that repeats a request. On HTTP/1.1 the transport finds the
-// body empty and sends exactly what it sends for a nil one; on HTTP/2 the
-// stream ends with an empty DATA frame instead of on the HEADERS frame.
+// withoutBody gives req, a request without a body, the body that keeps
+// net/http's Transport from replaying it. The Transport replays a request
+// on a reused connection that broke only when the request "has no body or
+// has its Request.GetBody defined" (its documented rule): an empty body with
+// no GetBody keeps it from replaying GETs and DELETEs, as a nil GetBody does
+// for requests with a body, so the retry loop is the only place that repeats
+// a request. The transfer encoding "identity" says that the body is sent as
+// it is, without a length: on HTTP/1.1 the request then goes out with neither
+// Content-Length nor Transfer-Encoding, as one with no body does, and the
+// Transport does not start a goroutine and a timer to probe whether a body
+// of unknown length is empty (which it does for a GET or DELETE otherwise).
+// On HTTP/2 the stream ends with an empty DATA frame instead of on the
+// HEADERS frame.
+func withoutBody(req *http.Request) {
+	req.Body = emptyBody{}
+	req.GetBody = nil
+	req.TransferEncoding = identity
+}
+
+var identity = []string{"identity"}
+
+// emptyBody is the body withoutBody gives. The Transport copies a body of
+// no stated length with io.Copy, which would take a 32 KiB buffer for it but
+// for WriteTo.
 type emptyBody struct{}
 
-func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
-func (emptyBody) Close() error             { return nil }
+func (emptyBody) Read([]byte) (int, error)         { return 0, io.EOF }
+func (emptyBody) WriteTo(io.Writer) (int64, error) { return 0, nil }
+func (emptyBody) Close() error                     { return nil }
 
 // wireTrace learns from the transport whether it looked for a connection
 // (so a failure is not a local refusal) and whether it wrote the request (so
@@ -434,9 +451,9 @@ func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []
 		return o, &Error{Op: cl.op, Code: codeRefused, Message: "build request", Err: scrubErr(sc, err)}
 	}
 	if body == nil {
-		req.Body = emptyBody{}
+		withoutBody(req)
 	}
-	req.GetBody = nil // see emptyBody
+	req.GetBody = nil // see withoutBody
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
@@ -562,7 +579,7 @@ func (c *Client) ping(ctx context.Context, sc scrubber) (outcome, error) {
 	if err != nil {
 		return o, &Error{Op: op, Code: codeRefused, Message: "build request", Err: scrubErr(sc, err)}
 	}
-	req.Body = emptyBody{}
+	withoutBody(req)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	c.addHeaders(ctx, req)

@@ -1,9 +1,12 @@
 package upstream_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -88,3 +91,70 @@ func TestRequestHeadersWithoutObserver(t *testing.T) {
 		t.Errorf("X-Extra %q, want 1", got)
 	}
 }
+
+// A request without a body goes out on HTTP/1.1 as one: with neither
+// Content-Length nor Transfer-Encoding. (Its body, empty and not nil, is
+// what keeps the transport from replaying it: TestAttemptCountsMatchTheUpstreamUnderDroppedConnections.)
+// The heads are read off the socket, as a server that is not Go's sees them.
+func TestRequestsWithoutABodySendNoBodyHeaders(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	heads := make(chan string, 8)
+	bodyHeaders := func(head string) bool {
+		h := strings.ToLower(head)
+		return strings.Contains(h, "\ncontent-length:") || strings.Contains(h, "\ntransfer-encoding:")
+	}
+	serve := func(conn net.Conn) {
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		for {
+			var head strings.Builder
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if line == "\r\n" {
+					break
+				}
+				head.WriteString(line)
+			}
+			heads <- head.String()
+			if bodyHeaders(head.String()) {
+				return // this reading of the socket knows no bodies
+			}
+			const body = `{"data":{"plannings":[]}}`
+			if _, err := fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+				return
+			}
+		}
+	}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(conn)
+		}
+	}()
+	c := newTestClient(t, "http://"+ln.Addr().String(), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+	// The answers are beside the point: only the requests are looked at.
+	_, _ = c.Budgets.Planning(keyCtx(t), "b")
+	_, _ = c.Budgets.Delete(keyCtx(t), "b")
+	_ = c.Ping(t.Context())
+	for _, want := range []string{"GET ", "DELETE ", "GET "} {
+		head := <-heads
+		if !strings.HasPrefix(head, want) {
+			t.Errorf("request %q, want a %s", head, want)
+		}
+		if bodyHeaders(head) {
+			t.Errorf("a request without a body sent a body's headers:\n%s", head)
+		}
+	}
+}
+
