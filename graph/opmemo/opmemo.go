@@ -25,10 +25,10 @@ import (
 type Memo struct {
 	// Static reports that no variable changes which fields the operation
 	// selects: no directive in it, its fragments' included, takes a
-	// variable. Only then are Fields and Value kept.
+	// variable. Only then are Fields and At kept.
 	Static bool
 
-	kept sync.Map     // Fields, Value and Keep, each under keys of its own types
+	kept sync.Map     // At (Fields) and Keep, each under keys of its own types
 	size atomic.Int64 // SizeHint
 }
 
@@ -51,35 +51,77 @@ func For(op *ast.OperationDefinition) *Memo {
 	return m.(*Memo)
 }
 
-type fieldsKey struct {
-	sel       *ast.Selection
-	n         int
-	satisfies *string
-}
-
 // Fields returns the fields that sel collects on an object that satisfies
 // the types satisfies (a slice that lives as long as the program, such as the
 // executor's lists of implementors): collect's answer, kept when the
 // operation is static. A memo that is not static, or nil, keeps nothing.
 func (m *Memo) Fields(sel ast.SelectionSet, satisfies []string, collect func() []graphql.CollectedField) []graphql.CollectedField {
-	if m == nil || !m.Static || len(sel) == 0 || len(satisfies) == 0 {
+	if len(satisfies) == 0 {
 		return collect()
 	}
-	return Value(m, fieldsKey{sel: &sel[0], n: len(sel), satisfies: &satisfies[0]}, collect)
+	return At(m, sel, implementors(&satisfies[0]), collect)
 }
 
-// Value returns make's answer for key, kept when the operation is static.
-// key must be comparable and tell apart everything make's answer depends on
-// besides the operation; it may hold pointers into the operation.
-func Value[V any](m *Memo, key any, make func() V) V {
-	if m == nil || !m.Static {
+// implementors tells Fields' values apart by the list of types they were
+// collected on.
+type implementors *string
+
+// At returns make's answer for the selection set sel and key, kept when the
+// operation is static. key must tell apart everything make's answer depends
+// on besides the operation and sel. A memo that is not static, or nil, and
+// an empty set keep nothing.
+//
+// Finding a kept answer allocates nothing: the memo's map is keyed by the
+// set's first selection alone (a pointer, which an interface holds without
+// an allocation), and holds a short list of the answers kept for it, told
+// apart by the set's length and key. The key's type and the answer's keep
+// the values of different callers apart.
+func At[K comparable, V any](m *Memo, sel ast.SelectionSet, key K, make func() V) V {
+	if m == nil || !m.Static || len(sel) == 0 {
 		return make()
 	}
-	if v, ok := m.kept.Load(key); ok {
-		return v.(V)
+	k := atKey[K, V]{&sel[0]}
+	slot, ok := m.kept.Load(k)
+	if !ok {
+		slot, _ = m.kept.LoadOrStore(k, new(atomic.Pointer[atEntry[K, V]]))
 	}
-	v, _ := m.kept.LoadOrStore(key, make())
-	return v.(V)
+	head := slot.(*atomic.Pointer[atEntry[K, V]])
+	first := head.Load()
+	if e := first.find(len(sel), key); e != nil {
+		return e.v
+	}
+	e := &atEntry[K, V]{n: len(sel), key: key, v: make()}
+	for {
+		e.next = first
+		if head.CompareAndSwap(first, e) {
+			return e.v
+		}
+		// Another request kept one first: keep the first of the two.
+		first = head.Load()
+		if kept := first.find(len(sel), key); kept != nil {
+			return kept.v
+		}
+	}
+}
+
+// atKey is At's key in the memo's map: a struct of one pointer.
+type atKey[K comparable, V any] struct{ first *ast.Selection }
+
+// atEntry is an answer At keeps, in a list that only grows at its head.
+type atEntry[K comparable, V any] struct {
+	n    int // the length of the selection set
+	key  K
+	v    V
+	next *atEntry[K, V]
+}
+
+func (e *atEntry[K, V]) find(n int, key K) *atEntry[K, V] {
+	for ; e != nil; e = e.next {
+		if e.n == n && e.key == key {
+			return e
+		}
+	}
+	return nil
 }
 
 // Kept returns what Keep kept for key.

@@ -31,7 +31,7 @@ func selects(ctx context.Context, typ, name string) bool {
 	if len(sel) == 0 {
 		return false
 	}
-	return opmemo.Value(opmemo.For(oc.Operation), selectsKey{&sel[0], len(sel), typ, name}, func() bool {
+	return opmemo.At(opmemo.For(oc.Operation), sel, selectsKey{typ, name}, func() bool {
 		for _, f := range graphql.CollectFields(oc, sel, cost.Satisfies(typ)) {
 			if f.Name == name {
 				return true
@@ -41,11 +41,7 @@ func selects(ctx context.Context, typ, name string) bool {
 	})
 }
 
-type selectsKey struct {
-	sel       *ast.Selection
-	n         int
-	typ, name string
-}
+type selectsKey struct{ typ, name string }
 
 // reads returns the per-budget reads that the selection of the field ctx
 // resolves needs, on an object of the GraphQL type typ (see cost.Reads),
@@ -55,16 +51,13 @@ func reads(ctx context.Context, typ string) cost.Read {
 	if len(sel) == 0 {
 		return 0
 	}
-	return opmemo.Value(opmemo.For(oc.Operation), readsKey{&sel[0], len(sel), typ}, func() cost.Read {
+	return opmemo.At(opmemo.For(oc.Operation), sel, readsKey(typ), func() cost.Read {
 		return cost.Reads(oc, sel, typ)
 	})
 }
 
-type readsKey struct {
-	sel *ast.Selection
-	n   int
-	typ string
-}
+// readsKey tells reads' values apart by the GraphQL type.
+type readsKey string
 
 // start starts the reads r of budget b; the loaders keep the answers for the
 // fields that ask, so the returned waits are not needed here. The planning
