@@ -90,6 +90,32 @@ func TestLoaderStartsAtOnce(t *testing.T) {
 	}
 }
 
+// Keys asked for in a row from one goroutine, as a page's prefetch asks,
+// more than a batch's channel holds, all have their calls in flight at once.
+func TestLoaderTakesMoreKeysThanABatchHolds(t *testing.T) {
+	t.Parallel()
+	const n = 3 * batchInput
+	c := counting{hold: make(chan struct{})}
+	l := newLoader(&fetcher{sem: make(chan struct{}, n)}, c.fetch)
+	waits := make([]dataloader.Thunk[int], n)
+	for i := range waits {
+		waits[i] = l.Load(context.Background(), i)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.inFlight.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := c.inFlight.Load(); got != n {
+		t.Errorf("%d calls in flight, want all %d", got, n)
+	}
+	close(c.hold)
+	for i, w := range waits {
+		if v, err := w(); err != nil || v != i*10 {
+			t.Errorf("key %d: %d, %v", i, v, err)
+		}
+	}
+}
+
 func TestLoaderBoundsCallsInFlight(t *testing.T) {
 	t.Parallel()
 	c := counting{hold: make(chan struct{})}
