@@ -190,3 +190,14 @@ func TestLoaderCancelledWhileWaiting(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// Forget, after a write, clears only the loaders the request made: it
+// makes none (here, none could be made: there is no client).
+func TestForgetMakesNoLoader(t *testing.T) {
+	t.Parallel()
+	l := New(nil, Options{})
+	l.Forget(context.Background(), "b")
+	if l.budget.made.Load() || l.actuals.made.Load() || l.planning.made.Load() {
+		t.Error("Forget made a loader")
+	}
+}
