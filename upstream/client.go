@@ -397,24 +397,31 @@ type answerEnvelope interface{ hasData() bool }
 // has its Request.GetBody defined" (its documented rule): an empty body with
 // no GetBody keeps it from replaying GETs and DELETEs, as a nil GetBody does
 // for requests with a body, so the retry loop is the only place that repeats
-// a request. The transfer encoding "identity" says that the body is sent as
-// it is, without a length: on HTTP/1.1 the request then goes out with neither
-// Content-Length nor Transfer-Encoding, as one with no body does, and the
-// Transport does not start a goroutine and a timer to probe whether a body
-// of unknown length is empty (which it does for a GET or DELETE otherwise).
-// On HTTP/2 the stream ends with an empty DATA frame instead of on the
-// HEADERS frame.
+// a request.
+//
+// To the Transport that body is one of unknown length, which for a GET or a
+// DELETE it probes with a goroutine and a timer, to send the request as one
+// without a body when the body is empty. The transfer encoding "identity"
+// says the body is sent as it is: nothing is probed, and on HTTP/1.1 the
+// request goes out with neither Content-Length nor Transfer-Encoding, as one
+// without a body does. Only for the methods the Transport probes: a POST,
+// PUT or PATCH without a body goes out chunked with no chunk, as before,
+// where identity would leave it with no framing at all. On HTTP/2 the
+// stream ends with an empty DATA frame instead of on the HEADERS frame.
 func withoutBody(req *http.Request) {
 	req.Body = emptyBody{}
 	req.GetBody = nil
-	req.TransferEncoding = identity
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions:
+		req.TransferEncoding = identity
+	}
 }
 
 var identity = []string{"identity"}
 
-// emptyBody is the body withoutBody gives. The Transport copies a body of
-// no stated length with io.Copy, which would take a 32 KiB buffer for it but
-// for WriteTo.
+// emptyBody is the body withoutBody gives. The Transport's copy of a body of
+// no stated length reaches the connection's io.Copy, which takes a 32 KiB
+// buffer unless the body is an io.WriterTo.
 type emptyBody struct{}
 
 func (emptyBody) Read([]byte) (int, error)         { return 0, io.EOF }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -109,6 +110,7 @@ func TestWithoutBodyCostsNoCopyBuffer(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	client := &http.Client{Transport: NewTransport()}
+	t.Cleanup(client.CloseIdleConnections)
 	perCall := func(prepare func(*http.Request)) uint64 {
 		call := func() {
 			req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
@@ -137,5 +139,33 @@ func TestWithoutBodyCostsNoCopyBuffer(t *testing.T) {
 	empty := perCall(withoutBody)
 	if empty > nilBody+20<<10 {
 		t.Errorf("a request without a body allocates %d bytes a round trip, one with a nil body %d", empty, nilBody)
+	}
+}
+
+// withoutBody frames each method's request as net/http frames one without a
+// body, with no probe: a GET or a DELETE with neither Content-Length nor
+// Transfer-Encoding, a POST chunked with no chunk (never unframed).
+func TestWithoutBodyFraming(t *testing.T) {
+	for _, tc := range []struct {
+		method  string
+		chunked bool
+	}{{http.MethodGet, false}, {http.MethodDelete, false}, {http.MethodPost, true}, {http.MethodPatch, true}} {
+		req, err := http.NewRequest(tc.method, "http://upstream.test/v1/budgets", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withoutBody(req)
+		var b strings.Builder
+		if err := req.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		head, body, _ := strings.Cut(b.String(), "\r\n\r\n")
+		h := strings.ToLower(head)
+		if strings.Contains(h, "\r\ncontent-length:") || strings.Contains(h, "identity") {
+			t.Errorf("%s: %q", tc.method, b.String())
+		}
+		if chunked := strings.Contains(h, "\r\ntransfer-encoding: chunked"); chunked != tc.chunked || (chunked && body != "0\r\n\r\n") || (!chunked && body != "") {
+			t.Errorf("%s: %q, want chunked %v", tc.method, b.String(), tc.chunked)
+		}
 	}
 }
