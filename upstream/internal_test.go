@@ -99,11 +99,9 @@ func TestRedact(t *testing.T) {
 // A request that withoutBody prepared costs the transport what one with a
 // nil body costs, within 20 KiB (under -race, sync.Pool drops some of what
 // it keeps, and the two differ by up to 13 KiB): no buffer to copy its empty
-// body. (The
-// transport copies a body of no stated length with io.Copy, which takes
-// 32 KiB for a reader that is not an io.WriterTo.) Bytes allocated, as the
-// runtime counts them, over round trips on one kept connection, the test
-// server's included.
+// body, which the connection's io.Copy would take (32 KiB) for a body that
+// is not an io.WriterTo. Bytes allocated, as the runtime counts them, over
+// round trips on one kept connection, the test server's included.
 func TestWithoutBodyCostsNoCopyBuffer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "{}")

@@ -73,67 +73,60 @@ type Loaders struct {
 // made only then.
 type lazy[K comparable, V any] struct {
 	once sync.Once
-	l    *dataloader.Loader[K, V]
-	made atomic.Bool // l is set
-}
-
-// set is what an accessor's once.Do does.
-func (z *lazy[K, V]) set(l *dataloader.Loader[K, V]) {
-	z.l = l
-	z.made.Store(true)
+	l    atomic.Pointer[dataloader.Loader[K, V]] // nil until made
 }
 
 // clear drops what the loader holds for key, if it was made.
 func (z *lazy[K, V]) clear(ctx context.Context, key K) {
-	if z.made.Load() {
-		z.l.Clear(ctx, key)
+	if l := z.l.Load(); l != nil {
+		l.Clear(ctx, key)
 	}
 }
 
 // Budget loads a budget with metrics and dimensions (getBudget).
 func (l *Loaders) Budget() *dataloader.Loader[string, *upstream.BudgetDetail] {
-	l.budget.once.Do(func() { l.budget.set(newLoader(&l.f, l.c.Budgets.Get)) })
-	return l.budget.l
+	l.budget.once.Do(func() { l.budget.l.Store(newLoader(&l.f, l.c.Budgets.Get)) })
+	return l.budget.l.Load()
 }
 
 // Actuals loads a budget's actuals (getBudgetActuals).
 func (l *Loaders) Actuals() *dataloader.Loader[string, *upstream.BudgetActuals] {
-	l.actuals.once.Do(func() { l.actuals.set(newLoader(&l.f, l.c.Budgets.Actuals)) })
-	return l.actuals.l
+	l.actuals.once.Do(func() { l.actuals.l.Store(newLoader(&l.f, l.c.Budgets.Actuals)) })
+	return l.actuals.l.Load()
 }
 
 // Planning loads a budget's planning grid (getBudgetPlanning).
 func (l *Loaders) Planning() *dataloader.Loader[string, *upstream.BudgetPlanning] {
-	l.planning.once.Do(func() { l.planning.set(newLoader(&l.f, l.c.Budgets.Planning)) })
-	return l.planning.l
+	l.planning.once.Do(func() { l.planning.l.Store(newLoader(&l.f, l.c.Budgets.Planning)) })
+	return l.planning.l.Load()
 }
 
 // Summary loads an Explorer summary, each distinct query once, as the
 // three below do theirs.
 func (l *Loaders) Summary() *dataloader.Loader[ExplorerKey, *upstream.ExplorerSummary] {
-	l.summary.once.Do(func() { l.summary.set(newLoader(&l.f, explorerFetch(l.c.Explorer.Summary))) })
-	return l.summary.l
+	l.summary.once.Do(func() { l.summary.l.Store(newLoader(&l.f, explorerFetch(l.c.Explorer.Summary))) })
+	return l.summary.l.Load()
 }
 
 func (l *Loaders) PreviousPeriod() *dataloader.Loader[ExplorerKey, *upstream.ExplorerPreviousPeriod] {
-	l.previousPeriod.once.Do(func() { l.previousPeriod.set(newLoader(&l.f, explorerFetch(l.c.Explorer.PreviousPeriod))) })
-	return l.previousPeriod.l
+	l.previousPeriod.once.Do(func() { l.previousPeriod.l.Store(newLoader(&l.f, explorerFetch(l.c.Explorer.PreviousPeriod))) })
+	return l.previousPeriod.l.Load()
 }
 
 func (l *Loaders) History() *dataloader.Loader[ExplorerKey, *upstream.ExplorerHistory] {
-	l.history.once.Do(func() { l.history.set(newLoader(&l.f, explorerFetch(l.c.Explorer.History))) })
-	return l.history.l
+	l.history.once.Do(func() { l.history.l.Store(newLoader(&l.f, explorerFetch(l.c.Explorer.History))) })
+	return l.history.l.Load()
 }
 
 func (l *Loaders) Heatmap() *dataloader.Loader[ExplorerKey, *upstream.ExplorerHeatmap] {
-	l.heatmap.once.Do(func() { l.heatmap.set(newLoader(&l.f, explorerFetch(l.c.Explorer.Heatmap))) })
-	return l.heatmap.l
+	l.heatmap.once.Do(func() { l.heatmap.l.Store(newLoader(&l.f, explorerFetch(l.c.Explorer.Heatmap))) })
+	return l.heatmap.l.Load()
 }
 
 // DimensionValues loads the values of a dimension.
 func (l *Loaders) DimensionValues() *dataloader.Loader[string, *upstream.DimensionValues] {
-	l.dimensionValues.once.Do(func() { l.dimensionValues.set(newLoader(&l.f, l.c.Explorer.DimensionValues)) })
-	return l.dimensionValues.l
+	l.dimensionValues.once.Do(func() { l.dimensionValues.l.Store(newLoader(&l.f, l.c.Explorer.DimensionValues)) })
+	return l.dimensionValues.l.Load()
 }
 
 // ScanRecords is how many records of a list a scan reads at most: the
@@ -242,26 +235,26 @@ func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(c
 
 // RecommendationList returns the request's scan of the recommendations.
 func (l *Loaders) RecommendationList(ctx context.Context) ([]upstream.Recommendation, error) {
-	l.recommendations.once.Do(func() { l.recommendations.set(newLoader(&l.f, scan(l.c.Recommendations.All))) })
-	return l.recommendations.l.Load(ctx, struct{}{})()
+	l.recommendations.once.Do(func() { l.recommendations.l.Store(newLoader(&l.f, scan(l.c.Recommendations.All))) })
+	return l.recommendations.l.Load().Load(ctx, struct{}{})()
 }
 
 // AnomalyList returns the request's scan of the anomalies.
 func (l *Loaders) AnomalyList(ctx context.Context) ([]upstream.Anomaly, error) {
-	l.anomalies.once.Do(func() { l.anomalies.set(newLoader(&l.f, scan(l.c.Anomalies.All))) })
-	return l.anomalies.l.Load(ctx, struct{}{})()
+	l.anomalies.once.Do(func() { l.anomalies.l.Store(newLoader(&l.f, scan(l.c.Anomalies.All))) })
+	return l.anomalies.l.Load().Load(ctx, struct{}{})()
 }
 
 // NotificationList returns the request's scan of the scheduled notifications.
 func (l *Loaders) NotificationList(ctx context.Context) ([]upstream.ScheduledNotification, error) {
-	l.notifications.once.Do(func() { l.notifications.set(newLoader(&l.f, scan(l.c.Notifications.AllScheduled))) })
-	return l.notifications.l.Load(ctx, struct{}{})()
+	l.notifications.once.Do(func() { l.notifications.l.Store(newLoader(&l.f, scan(l.c.Notifications.AllScheduled))) })
+	return l.notifications.l.Load().Load(ctx, struct{}{})()
 }
 
 // BudgetList returns the request's scan of the budgets.
 func (l *Loaders) BudgetList(ctx context.Context) ([]upstream.Budget, error) {
-	l.budgets.once.Do(func() { l.budgets.set(newLoader(&l.f, scan(l.c.Budgets.All))) })
-	return l.budgets.l.Load(ctx, struct{}{})()
+	l.budgets.once.Do(func() { l.budgets.l.Store(newLoader(&l.f, scan(l.c.Budgets.All))) })
+	return l.budgets.l.Load().Load(ctx, struct{}{})()
 }
 
 // PrimePlannings records the planning rows a budget record already carries,

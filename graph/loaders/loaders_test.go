@@ -197,7 +197,7 @@ func TestForgetMakesNoLoader(t *testing.T) {
 	t.Parallel()
 	l := New(nil, Options{})
 	l.Forget(context.Background(), "b")
-	if l.budget.made.Load() || l.actuals.made.Load() || l.planning.made.Load() {
+	if l.budget.l.Load() != nil || l.actuals.l.Load() != nil || l.planning.l.Load() != nil {
 		t.Error("Forget made a loader")
 	}
 }
