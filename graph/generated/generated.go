@@ -18,6 +18,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/opmemo"
+	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -12958,7 +12959,9 @@ func (o *objectOut) Concurrently(i int, f func(context.Context) graphql.Marshale
 }
 
 // Dispatch runs what Concurrently recorded as graphql.FieldSet does: the
-// first on this goroutine, each other in a goroutine of its own.
+// first on this goroutine, each other on another, kept from earlier work
+// (internal/gopool) so that its stack has grown to the executor's depth
+// already.
 func (o *objectOut) Dispatch(ctx context.Context) {
 	switch len(o.delayed) {
 	case 0:
@@ -12968,10 +12971,10 @@ func (o *objectOut) Dispatch(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, d := range o.delayed[1:] {
 			wg.Add(1)
-			go func(d objectOutDelayed) {
+			gopool.Go(func() {
 				defer wg.Done()
 				o.Values[d.i] = d.f(ctx)
-			}(d)
+			})
 		}
 		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
 		wg.Wait()

@@ -1,5 +1,5 @@
-// Package gopool runs each request's handler on a goroutine kept from an
-// earlier request.
+// Package gopool runs work on goroutines kept from earlier requests: each
+// request's handler, and the executor's concurrent fields.
 //
 // The deadline guard (graph's guardDeadline) runs a request's handler on a
 // goroutine of its own, so that it can answer when the handler does not. A
@@ -10,17 +10,25 @@
 // clients, the budget detail, overview, dashboard and anomalies pages cost
 // 4 to 11 % less CPU a request with it.
 //
-// Only the handlers: there are as many as requests in flight, so the kept
-// goroutines are few and each soon used again. Pooling the goroutines of
-// every upstream call as well (a hundred for one overview) kept mostly idle
-// goroutines whose stacks the collector had shrunk meanwhile, and cost the
-// overview and the dashboard 3 to 4 % more CPU.
+// The executor resolves an object's concurrent fields (those that load) each
+// on a goroutine but the first (the generated objectOut.Dispatch), and waits
+// for them before the next object: a request has a few of them at a time,
+// and each grew a stack as deep as the executor's for every budget of an
+// overview. On kept goroutines, the CPU the overview spent growing stacks
+// went from 9.0 to 6.1 % of its profile at one client, and from 6.0 to 4.1 %
+// at 50 (docs/performance.md).
+//
+// Not the goroutines of upstream calls: there are as many as the calls of a
+// tier (a hundred for one overview), so a pool of them was mostly idle
+// goroutines whose stacks the collector had shrunk meanwhile, and it cost
+// the overview and the dashboard 3 to 4 % more CPU.
 //
 // The pool is github.com/panjf2000/ants: unbounded (the gateway bounds its
 // requests in flight itself), the most recently idle goroutine first, and a
 // goroutine idle for longer than a few seconds let go. A panic that escapes
 // a function run here ends the process, as it would on a goroutine of its
-// own: the guard recovers what its handler panics with.
+// own: the guard recovers what its handler panics with, and each field what
+// its resolver panics with.
 package gopool
 
 import (
