@@ -29,6 +29,7 @@ import (
 	"github.com/graph-gophers/dataloader/v7"
 
 	"github.com/costgw/gateway/graph/cost"
+	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -188,19 +189,32 @@ func newLoader[K comparable, V any](f *fetcher, fetch func(context.Context, K) (
 const batchInput = 64
 
 // fanOut makes a batch function that fetches each key with its own call, all
-// at once under the semaphore, and answers in the order of the keys. (Not on
-// internal/gopool's goroutines: an overview has a hundred calls in flight,
-// and a pool that large is mostly idle goroutines whose stacks the collector
-// has shrunk again: measured, the overview and the dashboard cost 3 to 4 %
-// more CPU.)
+// at once under the semaphore, and answers in the order of the keys.
+//
+// The call of a batch of one key (a budget's detail, a list, each of the
+// dashboard's reports) runs on a goroutine of internal/gopool, whose stack
+// has grown already: decoding the answer grew a new goroutine's stack deep
+// in the decoder, where a copy walks many frames. A wider batch's calls run
+// on goroutines of their own: an overview has a hundred in flight, and a
+// pool that wide was mostly idle goroutines whose stacks the collector had
+// shrunk meanwhile (measured, the overview and the dashboard cost 3 to 4 %
+// more CPU with every call pooled).
 func fanOut[K comparable, V any](f *fetcher, fetch func(context.Context, K) (V, error)) dataloader.BatchFunc[K, V] {
 	return func(ctx context.Context, keys []K) []*dataloader.Result[V] {
 		results := make([]*dataloader.Result[V], len(keys))
 		var wg sync.WaitGroup
-		for i, key := range keys {
-			wg.Go(func() {
-				results[i] = fetchOne(ctx, f, fetch, key)
+		if len(keys) == 1 {
+			wg.Add(1)
+			gopool.Go(func() {
+				defer wg.Done()
+				results[0] = fetchOne(ctx, f, fetch, keys[0])
 			})
+		} else {
+			for i, key := range keys {
+				wg.Go(func() {
+					results[i] = fetchOne(ctx, f, fetch, key)
+				})
+			}
 		}
 		wg.Wait()
 		return results
