@@ -157,6 +157,26 @@ func TestLoaderPrimeAndClear(t *testing.T) {
 	}
 }
 
+// Loading a key the loader holds allocates nothing: most loads of a request
+// are of keys loaded before (the lookahead's, then the fields'). (Calling
+// the thunk allocates once, in dataloader's code.)
+func TestLoadOfAKeyHeldAllocatesNothing(t *testing.T) {
+	var c counting
+	l := newLoader(&fetcher{sem: make(chan struct{}, 1)}, c.fetch)
+	ctx := context.Background()
+	if v, err := l.Load(ctx, 3)(); v != 30 || err != nil {
+		t.Fatalf("Load(3) = %d, %v", v, err)
+	}
+	var th dataloader.Thunk[int]
+	allocs := testing.AllocsPerRun(100, func() { th = l.Load(ctx, 3) })
+	if v, err := th(); v != 30 || err != nil || c.calls.Load() != 1 {
+		t.Errorf("Load(3) = %d, %v after %d calls", v, err, c.calls.Load())
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations to load a held key", allocs)
+	}
+}
+
 // A panicking fetch is an error for its key, logged once with its stack.
 func TestLoaderRecoversPanics(t *testing.T) {
 	t.Parallel()
