@@ -1,5 +1,6 @@
 // Package gopool runs work on goroutines kept from earlier requests: each
-// request's handler, and the executor's concurrent fields.
+// request's handler, the executor's concurrent fields, and the upstream call
+// of a loader's batch of one key.
 //
 // The deadline guard (graph's guardDeadline) runs a request's handler on a
 // goroutine of its own, so that it can answer when the handler does not. A
@@ -18,17 +19,19 @@
 // went from 9.0 to 6.1 % of its profile at one client, and from 6.0 to 4.1 %
 // at 50 (docs/performance.md).
 //
-// Not the goroutines of upstream calls: there are as many as the calls of a
-// tier (a hundred for one overview), so a pool of them was mostly idle
-// goroutines whose stacks the collector had shrunk meanwhile, and it cost
-// the overview and the dashboard 3 to 4 % more CPU.
+// Of the upstream calls, only those of a loader's batch of one key (most
+// batches: graph/loaders' fanOut), which decode their answer deep in the
+// JSON decoder. A wide batch has as many calls as its tier (a hundred for
+// one overview): a pool of them was mostly idle goroutines whose stacks
+// the collector had shrunk meanwhile, and it cost the overview and the
+// dashboard 3 to 4 % more CPU.
 //
 // The pool is github.com/panjf2000/ants: unbounded (the gateway bounds its
 // requests in flight itself), the most recently idle goroutine first, and a
 // goroutine idle for longer than a few seconds let go. A panic that escapes
 // a function run here ends the process, as it would on a goroutine of its
-// own: the guard recovers what its handler panics with, and each field what
-// its resolver panics with.
+// own: the guard recovers what its handler panics with, each field what its
+// resolver panics with, and each loader's call what its fetch panics with.
 package gopool
 
 import (
