@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -9674,6 +9675,40 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+// leafListBudgetMetrics is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of BudgetMetrics is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, budgetMetricsImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "totalTarget":
+			for j := range v {
+				model.CheckFloat(v[j].TotalTarget)
+			}
+		case "totalActual":
+			for j := range v {
+				model.CheckFloat(v[j].TotalActual)
+			}
+		case "variance":
+			for j := range v {
+				model.CheckFloat(v[j].Variance)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics)
+}
+
 // leafBudgetMetrics appends the later leaf named field of obj to b.
 func leafBudgetMetrics(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.BudgetMetrics)
@@ -9849,6 +9884,33 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 	}
 
 	return out
+}
+
+// leafListDimensionValue is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of DimensionValue is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, dimensionValueImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "value":
+		case "cost":
+			for j := range v {
+				model.CheckFloat(v[j].Cost)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue)
 }
 
 // leafDimensionValue appends the later leaf named field of obj to b.
@@ -10389,6 +10451,41 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 	return out
 }
 
+// leafListExplorerPreviousPeriod is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of ExplorerPreviousPeriod is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "currentTotal":
+			for j := range v {
+				model.CheckFloat(v[j].CurrentTotal)
+			}
+		case "previousTotal":
+			for j := range v {
+				model.CheckFloat(v[j].PreviousTotal)
+			}
+		case "changePercent":
+			for j := range v {
+				model.CheckFloat(v[j].ChangePercent)
+			}
+		case "servedFromCache":
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod)
+}
+
 // leafExplorerPreviousPeriod appends the later leaf named field of obj to b.
 func leafExplorerPreviousPeriod(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerPreviousPeriod)
@@ -10590,6 +10687,34 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+// leafListHeatmapRow is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of HeatmapRow is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, heatmapRowImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "dimension":
+		case "day":
+		case "cost":
+			for j := range v {
+				model.CheckFloat(v[j].Cost)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow)
+}
+
 // leafHeatmapRow appends the later leaf named field of obj to b.
 func leafHeatmapRow(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.HeatmapRow)
@@ -10710,6 +10835,39 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 	}
 
 	return out
+}
+
+// leafListLookbackPeriod is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of LookbackPeriod is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, lookbackPeriodImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "periodKey":
+		case "actual":
+			for j := range v {
+				model.CheckFloat(v[j].Actual)
+			}
+		case "projected":
+			for j := range v {
+				if v[j].Projected != nil {
+					model.CheckFloat(*v[j].Projected)
+				}
+			}
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod)
 }
 
 // leafLookbackPeriod appends the later leaf named field of obj to b.
@@ -10838,6 +10996,32 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+// leafListPageInfo is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of PageInfo is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, pageInfoImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "hasNextPage":
+		case "hasPreviousPage":
+		case "startCursor":
+		case "endCursor":
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "PageInfo", leafPageInfo)
+}
+
 // leafPageInfo appends the later leaf named field of obj to b.
 func leafPageInfo(b []byte, field string, obj any) []byte {
 	o := obj.(*model.PageInfo)
@@ -10899,6 +11083,33 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 	}
 
 	return out
+}
+
+// leafListPeriodAmount is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of PeriodAmount is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, periodAmountImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "period":
+		case "amount":
+			for j := range v {
+				model.CheckFloat(v[j].Amount)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount)
 }
 
 // leafPeriodAmount appends the later leaf named field of obj to b.
@@ -11564,6 +11775,30 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+// leafListQueryCost is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of QueryCost is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, queryCostImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "estimatedUpstreamCalls":
+		case "maxUpstreamCalls":
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "QueryCost", leafQueryCost)
+}
+
 // leafQueryCost appends the later leaf named field of obj to b.
 func leafQueryCost(b []byte, field string, obj any) []byte {
 	o := obj.(*model.QueryCost)
@@ -12194,6 +12429,38 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+// leafListSummaryCard is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of SummaryCard is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, summaryCardImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "title":
+		case "description":
+		case "value":
+			for j := range v {
+				model.CheckFloat(v[j].Value)
+			}
+		case "previousValue":
+			for j := range v {
+				model.CheckFloat(v[j].PreviousValue)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard)
+}
+
 // leafSummaryCard appends the later leaf named field of obj to b.
 func leafSummaryCard(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.SummaryCard)
@@ -12249,6 +12516,33 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 	}
 
 	return out
+}
+
+// leafListTargetItem is the list v, whose elements are written by one
+// leafListOut from the elements themselves: every field of TargetItem is a
+// later leaf. What the fields check is checked here, for every element; a
+// panic makes the list empty with an error, as it does a list of objectOuts.
+func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	fields := ec.collectFields(sel, targetItemImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename":
+		case "dimensionValue":
+		case "amount":
+			for j := range v {
+				model.CheckFloat(v[j].Amount)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(fields[i].Name))
+		}
+	}
+	return newLeafListOut(fields, v, "TargetItem", leafTargetItem)
 }
 
 // leafTargetItem appends the later leaf named field of obj to b.
@@ -13029,6 +13323,65 @@ func (o *objectOut) MarshalGQL(w io.Writer) {
 	_, _ = w.Write(append(b, '}'))
 }
 
+// leafListOut is a list of objects every field of which is a later leaf,
+// written from the elements themselves: no objectOut, Marshaler or field
+// set per element. It writes each alias once, as objectOut does; typename
+// is what __typename answers.
+type leafListOut[T any] struct {
+	fields   []graphql.CollectedField
+	written  []int // the fields written, an alias once
+	items    []T
+	typename string
+	leaf     func(b []byte, field string, obj any) []byte
+}
+
+func newLeafListOut[T any](fields []graphql.CollectedField, items []T, typename string, leaf func([]byte, string, any) []byte) *leafListOut[T] {
+	l := &leafListOut[T]{fields: fields, written: make([]int, 0, len(fields)), items: items, typename: typename, leaf: leaf}
+	for i := range fields {
+		if !slices.ContainsFunc(l.written, func(j int) bool { return fields[j].Alias == fields[i].Alias }) {
+			l.written = append(l.written, i)
+		}
+	}
+	return l
+}
+
+// MarshalGQL appends each element into the free space of the executor's
+// buffer and writes it at once, as objectOut does an object.
+func (l *leafListOut[T]) MarshalGQL(w io.Writer) {
+	bw, _ := w.(*bytes.Buffer)
+	var b []byte
+	if bw != nil {
+		b = bw.AvailableBuffer()
+	}
+	b = append(b, '[')
+	for i := range l.items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		for k, j := range l.written {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			f := &l.fields[j]
+			b = append(append(append(b, '"'), f.Alias...), '"', ':')
+			if f.Name == "__typename" {
+				b = append(append(append(b, '"'), l.typename...), '"')
+				continue
+			}
+			b = l.leaf(b, f.Name, &l.items[i])
+		}
+		b = append(b, '}')
+		_, _ = w.Write(b)
+		if bw != nil {
+			b = bw.AvailableBuffer()
+		} else {
+			b = b[:0]
+		}
+	}
+	_, _ = w.Write(append(b, ']'))
+}
+
 func objectOutWritten(before []graphql.CollectedField, alias string) bool {
 	for i := range before {
 		if before[i].Alias == alias {
@@ -13371,26 +13724,7 @@ func (ec *executionContext) marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValueᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) graphql.Marshaler {
-	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
-		for i := range v {
-			ret[i] = ec._DimensionValue(ctx, sel, &v[i])
-		}
-	}()
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
+	return ec.leafListDimensionValue(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNExplorer2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐExplorer(ctx context.Context, sel ast.SelectionSet, v *model.Explorer) graphql.Marshaler {
@@ -13445,26 +13779,7 @@ func (ec *executionContext) marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNHeatmapRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRowᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) graphql.Marshaler {
-	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
-		for i := range v {
-			ret[i] = ec._HeatmapRow(ctx, sel, &v[i])
-		}
-	}()
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
+	return ec.leafListHeatmapRow(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v model.HistoryCostRow) graphql.Marshaler {
@@ -13659,26 +13974,7 @@ func (ec *executionContext) marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriodᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) graphql.Marshaler {
-	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
-		for i := range v {
-			ret[i] = ec._LookbackPeriod(ctx, sel, &v[i])
-		}
-	}()
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
+	return ec.leafListLookbackPeriod(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {
@@ -13745,26 +14041,7 @@ func (ec *executionContext) marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgateway
 }
 
 func (ec *executionContext) marshalNPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) graphql.Marshaler {
-	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
-		for i := range v {
-			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
-		}
-	}()
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
+	return ec.leafListPeriodAmount(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPlanning2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanning(ctx context.Context, sel ast.SelectionSet, v upstream.Planning) graphql.Marshaler {
@@ -14098,26 +14375,7 @@ func (ec *executionContext) marshalNSummaryCard2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNSummaryCard2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCardᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) graphql.Marshaler {
-	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
-		for i := range v {
-			ret[i] = ec._SummaryCard(ctx, sel, &v[i])
-		}
-	}()
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
+	return ec.leafListSummaryCard(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItem(ctx context.Context, sel ast.SelectionSet, v model.TargetItem) graphql.Marshaler {
@@ -14125,26 +14383,7 @@ func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItemᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) graphql.Marshaler {
-	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
-		for i := range v {
-			ret[i] = ec._TargetItem(ctx, sel, &v[i])
-		}
-	}()
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
+	return ec.leafListTargetItem(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNTargetType2string(ctx context.Context, v any) (string, error) {
@@ -14770,26 +15009,7 @@ func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 	if v == nil {
 		return graphql.Null
 	}
-	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
-		for i := range v {
-			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
-		}
-	}()
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
+	return ec.leafListPeriodAmount(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOPlanning2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanningᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) graphql.Marshaler {

@@ -155,11 +155,11 @@ func run() error {
 			"laterAppend": laterAppend,
 			"onlyLaterLeaves": func(t *config.TypeReference) bool {
 				o := objects[t.Definition.Name]
-				return !fieldDirectives && o != nil && !o.Root && len(o.Fields) > 0 && !slices.ContainsFunc(o.Fields,
-					func(f *codegen.Field) bool { return !laterLeaf(f) })
+				return !fieldDirectives && o != nil && allLaterLeaves(o)
 			},
-			"laterCheck": laterCheck,
-			"inPlace":    inPlace,
+			"allLaterLeaves": func(o *codegen.Object) bool { return !fieldDirectives && allLaterLeaves(o) },
+			"laterCheck":     laterCheck,
+			"inPlace":        inPlace,
 		},
 	})
 	if err != nil {
@@ -270,6 +270,12 @@ func laterLeaf(f *codegen.Field) bool {
 	}
 	_, ok := appenders[funcName(f.TypeReference.Marshaler)]
 	return ok
+}
+
+// allLaterLeaves reports whether every field of the object o is a later
+// leaf: a list of such objects is written by one leafListOut.
+func allLaterLeaves(o *codegen.Object) bool {
+	return !o.Root && len(o.Fields) > 0 && !slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return !laterLeaf(f) })
 }
 
 // laterAppend is the code that appends the later leaf f of o to b.
