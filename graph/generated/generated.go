@@ -8860,10 +8860,7 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 		case "dimensionValue":
 			out.Values[i] = laterLeaf{}
 		case "detectionSource":
-			out.Values[i] = ec._Anomaly_detectionSource(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "detectionSourceRaw":
 			out.Values[i] = laterLeaf{}
 		case "extra":
@@ -8954,6 +8951,8 @@ func leafAnomaly(b []byte, field string, obj any) []byte {
 		return model.AppendFloat(b, float64(o.ImpactExpectedSpend))
 	case "dimensionValue":
 		return model.AppendString(b, string(o.DimensionValue))
+	case "detectionSource":
+		return model.AppendDetectionSource(b, string(o.DetectionSource))
 	case "detectionSourceRaw":
 		return model.AppendString(b, string(o.DetectionSource))
 	}
@@ -9118,24 +9117,15 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 		case "name":
 			out.Values[i] = laterLeaf{}
 		case "targetType":
-			out.Values[i] = ec._Budget_targetType(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "targetTypeRaw":
 			out.Values[i] = laterLeaf{}
 		case "period":
-			out.Values[i] = ec._Budget_period(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "periodRaw":
 			out.Values[i] = laterLeaf{}
 		case "status":
-			out.Values[i] = ec._Budget_status(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "statusRaw":
 			out.Values[i] = laterLeaf{}
 		case "numberOfPeriods":
@@ -9393,10 +9383,16 @@ func leafBudget(b []byte, field string, obj any) []byte {
 		return model.AppendString(b, string(o.ID))
 	case "name":
 		return model.AppendString(b, string(o.Name))
+	case "targetType":
+		return model.AppendTargetType(b, string(o.TargetType))
 	case "targetTypeRaw":
 		return model.AppendString(b, string(o.TargetType))
+	case "period":
+		return model.AppendBudgetPeriod(b, string(o.Period))
 	case "periodRaw":
 		return model.AppendString(b, string(o.Period))
+	case "status":
+		return model.AppendBudgetStatus(b, string(o.Status))
 	case "statusRaw":
 		return model.AppendString(b, string(o.Status))
 	case "numberOfPeriods":
@@ -11277,10 +11273,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "targetType":
-			out.Values[i] = ec._Planning_targetType(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "targetTypeRaw":
 			out.Values[i] = laterLeaf{}
 		case "createdAt":
@@ -11374,6 +11367,8 @@ func leafPlanning(b []byte, field string, obj any) []byte {
 			return append(b, "null"...)
 		}
 		return model.AppendFloat(b, float64(*o.PercentSpend))
+	case "targetType":
+		return model.AppendTargetType(b, string(o.TargetType))
 	case "targetTypeRaw":
 		return model.AppendString(b, string(o.TargetType))
 	case "createdAt":
@@ -11872,10 +11867,7 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 			model.CheckFloat(obj.EstimatedMonthlySavings)
 			out.Values[i] = laterLeaf{}
 		case "implementationEffort":
-			out.Values[i] = ec._Recommendation_implementationEffort(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "implementationEffortRaw":
 			out.Values[i] = laterLeaf{}
 		case "category":
@@ -11958,6 +11950,8 @@ func leafRecommendation(b []byte, field string, obj any) []byte {
 		return model.AppendString(b, string(o.RecommendationName))
 	case "estimatedMonthlySavings":
 		return model.AppendFloat(b, float64(o.EstimatedMonthlySavings))
+	case "implementationEffort":
+		return model.AppendImplementationEffort(b, string(o.ImplementationEffort))
 	case "implementationEffortRaw":
 		return model.AppendString(b, string(o.ImplementationEffort))
 	case "category":
@@ -12134,19 +12128,13 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 		case "subject":
 			out.Values[i] = laterLeaf{}
 		case "scheduleType":
-			out.Values[i] = ec._ScheduledNotification_scheduleType(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "scheduleTypeRaw":
 			out.Values[i] = laterLeaf{}
 		case "scheduledAt":
 			out.Values[i] = laterLeaf{}
 		case "recurrenceFrequency":
-			out.Values[i] = ec._ScheduledNotification_recurrenceFrequency(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "recurrenceFrequencyRaw":
 			out.Values[i] = laterLeaf{}
 		case "recurrenceTimezone":
@@ -12158,10 +12146,7 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 		case "cronExpression":
 			out.Values[i] = laterLeaf{}
 		case "status":
-			out.Values[i] = ec._ScheduledNotification_status(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
+			out.Values[i] = laterLeaf{}
 		case "statusRaw":
 			out.Values[i] = laterLeaf{}
 		case "sentAt":
@@ -12213,10 +12198,14 @@ func leafScheduledNotification(b []byte, field string, obj any) []byte {
 		return model.AppendString(b, string(o.RecipientEmail))
 	case "subject":
 		return model.AppendString(b, string(o.Subject))
+	case "scheduleType":
+		return model.AppendScheduleType(b, string(o.ScheduleType))
 	case "scheduleTypeRaw":
 		return model.AppendString(b, string(o.ScheduleType))
 	case "scheduledAt":
 		return model.AppendDateTime(b, upstream.Timestamp(o.ScheduledAt))
+	case "recurrenceFrequency":
+		return model.AppendRecurrenceFrequency(b, string(o.RecurrenceFrequency))
 	case "recurrenceFrequencyRaw":
 		return model.AppendString(b, string(o.RecurrenceFrequency))
 	case "recurrenceTimezone":
@@ -12230,6 +12219,8 @@ func leafScheduledNotification(b []byte, field string, obj any) []byte {
 		return model.AppendInt(b, int(*o.RecurrenceDayOfMonth))
 	case "cronExpression":
 		return model.AppendString(b, string(o.CronExpression))
+	case "status":
+		return model.AppendNotificationStatus(b, string(o.Status))
 	case "statusRaw":
 		return model.AppendString(b, string(o.Status))
 	case "sentAt":

@@ -23,7 +23,14 @@ type Enum struct {
 	// does not know; an input-only enum has none.
 	Unknown bool
 
-	out map[string]graphql.Marshaler // lower-cased upstream string → its value, quoted
+	out   map[string]enumOut // lower-cased upstream string → its value
+	exact map[string]enumOut // the upstream string as listed → its value
+}
+
+// enumOut is a GraphQL value, quoted, as a Marshaler and as text to append.
+type enumOut struct {
+	m      graphql.Marshaler
+	quoted string
 }
 
 // unknownValue is the member of output enums that stands for any string the
@@ -31,29 +38,41 @@ type Enum struct {
 const unknownValue = "UNKNOWN"
 
 func newEnum(name string, unknown bool, pairs ...string) *Enum {
-	e := &Enum{Name: name, Values: map[string]string{}, Unknown: unknown, out: map[string]graphql.Marshaler{}}
+	e := &Enum{Name: name, Values: map[string]string{}, Unknown: unknown, out: map[string]enumOut{}, exact: map[string]enumOut{}}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		e.Values[pairs[i]] = pairs[i+1]
-		e.out[strings.ToLower(pairs[i+1])] = quoted(pairs[i])
+		o := quoted(pairs[i])
+		e.out[strings.ToLower(pairs[i+1])] = o
+		e.exact[pairs[i+1]] = o
 	}
 	return e
 }
 
-func quoted(s string) graphql.Marshaler {
-	b := []byte(strconv.Quote(s))
-	return graphql.WriterFunc(func(w io.Writer) { _, _ = w.Write(b) })
+func quoted(s string) enumOut {
+	q := strconv.Quote(s)
+	return enumOut{graphql.WriterFunc(func(w io.Writer) { _, _ = io.WriteString(w, q) }), q}
 }
 
-var unknownMarshaler = quoted(unknownValue)
+var unknownOut = quoted(unknownValue)
 
-// marshal writes the GraphQL value of an upstream string, matched without
-// regard to case; UNKNOWN for one it does not know.
-func (e *Enum) marshal(v string) graphql.Marshaler {
-	if m, ok := e.out[strings.ToLower(v)]; ok {
-		return m
+// value returns the GraphQL value of an upstream string, matched without
+// regard to case (lower-casing it only when it is not as listed); UNKNOWN
+// for one it does not know.
+func (e *Enum) value(v string) enumOut {
+	if o, ok := e.exact[v]; ok {
+		return o
 	}
-	return unknownMarshaler
+	if o, ok := e.out[strings.ToLower(v)]; ok {
+		return o
+	}
+	return unknownOut
 }
+
+// marshal writes the GraphQL value of an upstream string.
+func (e *Enum) marshal(v string) graphql.Marshaler { return e.value(v).m }
+
+// append appends what marshal writes, for the executor's later leaves.
+func (e *Enum) append(b []byte, v string) []byte { return append(b, e.value(v).quoted...) }
 
 // unmarshal returns the upstream string of a GraphQL value. UNKNOWN stands
 // for what the schema does not know, so it cannot be sent.
@@ -113,3 +132,17 @@ func MarshalCostType(v string) graphql.Marshaler             { return costType.m
 func UnmarshalCostType(v any) (string, error)                { return costType.unmarshal(v) }
 func MarshalGranularity(v string) graphql.Marshaler          { return granularity.marshal(v) }
 func UnmarshalGranularity(v any) (string, error)             { return granularity.unmarshal(v) }
+
+// The executor's appenders of the enums (internal/gqlgen): each appends what
+// its Marshal function writes.
+
+func AppendBudgetStatus(b []byte, v string) []byte         { return budgetStatus.append(b, v) }
+func AppendTargetType(b []byte, v string) []byte           { return targetType.append(b, v) }
+func AppendBudgetPeriod(b []byte, v string) []byte         { return budgetPeriod.append(b, v) }
+func AppendImplementationEffort(b []byte, v string) []byte { return implementationEffort.append(b, v) }
+func AppendDetectionSource(b []byte, v string) []byte      { return detectionSource.append(b, v) }
+func AppendScheduleType(b []byte, v string) []byte         { return scheduleType.append(b, v) }
+func AppendRecurrenceFrequency(b []byte, v string) []byte  { return recurrenceFrequency.append(b, v) }
+func AppendNotificationStatus(b []byte, v string) []byte   { return notificationStatus.append(b, v) }
+func AppendCostType(b []byte, v string) []byte             { return costType.append(b, v) }
+func AppendGranularity(b []byte, v string) []byte          { return granularity.append(b, v) }

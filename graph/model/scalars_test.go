@@ -304,3 +304,36 @@ func TestAppendersWriteWhatMarshalersWrite(t *testing.T) {
 		check("Boolean", graphql.MarshalBoolean(v), AppendBoolean(nil, v))
 	}
 }
+
+// Each enum appends what it marshals, for every upstream string it knows
+// in any case and for one it does not, and its exported functions are bound
+// to it.
+func TestEnumAppendersWriteWhatMarshalersWrite(t *testing.T) {
+	t.Parallel()
+	for _, e := range Enums {
+		vs := []string{"not a value", ""}
+		for _, up := range e.Values {
+			vs = append(vs, up, strings.ToUpper(up), strings.ToLower(up))
+		}
+		for _, v := range vs {
+			var b bytes.Buffer
+			e.marshal(v).MarshalGQL(&b)
+			if got := string(e.append([]byte("x"), v)); got != "x"+b.String() {
+				t.Errorf("%s %q: the marshaler writes %q, the appender %q", e.Name, v, b.String(), got)
+			}
+		}
+	}
+	for _, c := range []struct {
+		got  []byte
+		want string
+	}{
+		{AppendImplementationEffort(nil, "medium"), `"MEDIUM"`},
+		{AppendDetectionSource(nil, "AWS"), `"AWS"`},
+		{AppendBudgetStatus(nil, "Active"), `"ACTIVE"`},
+		{AppendNotificationStatus(nil, "bounced"), `"UNKNOWN"`},
+	} {
+		if string(c.got) != c.want {
+			t.Errorf("appended %s, want %s", c.got, c.want)
+		}
+	}
+}

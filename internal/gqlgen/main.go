@@ -260,6 +260,21 @@ var appenders = map[string]appender{
 	"github.com/99designs/gqlgen/graphql.MarshalBoolean":    {fn: "model.AppendBoolean", typ: "bool"},
 }
 
+// appenderOf returns the appender of a leaf of type t, if it has one: from
+// appenders, or for an enum bound to graph/model's functions, its Append
+// function (MarshalX's is AppendX, enums.go), which appends the upstream
+// string's GraphQL value, UNKNOWN for one the schema does not know.
+func appenderOf(t *config.TypeReference) (appender, bool) {
+	if a, ok := appenders[funcName(t.Marshaler)]; ok {
+		return a, true
+	}
+	fn := t.Marshaler
+	if t.Definition.Kind == ast.Enum && fn.Pkg() != nil && fn.Pkg().Path() == modelPkg && strings.HasPrefix(fn.Name(), "Marshal") {
+		return appender{fn: "model.Append" + strings.TrimPrefix(fn.Name(), "Marshal"), typ: "string"}, true
+	}
+	return appender{}, false
+}
+
 // laterLeaf reports whether the plain leaf f is written later: its
 // objectOut appends it from the struct member when the answer is written,
 // with no Marshaler made for it when it is resolved. Such a leaf cannot
@@ -268,7 +283,7 @@ func laterLeaf(f *codegen.Field) bool {
 	if !plainLeaf(f) || leafNeedsPath(f) || f.TypeReference.Marshaler == nil {
 		return false
 	}
-	_, ok := appenders[funcName(f.TypeReference.Marshaler)]
+	_, ok := appenderOf(f.TypeReference)
 	return ok
 }
 
@@ -280,7 +295,7 @@ func allLaterLeaves(o *codegen.Object) bool {
 
 // laterAppend is the code that appends the later leaf f of o to b.
 func laterAppend(f *codegen.Field, o string) string {
-	a := appenders[funcName(f.TypeReference.Marshaler)]
+	a, _ := appenderOf(f.TypeReference)
 	v := o + "." + f.GoFieldName
 	if f.TypeReference.IsPtr() {
 		return fmt.Sprintf("if %s == nil {\n\treturn append(b, \"null\"...)\n}\nreturn %s(b, %s(*%s))", v, a.fn, a.typ, v)
@@ -291,7 +306,7 @@ func laterAppend(f *codegen.Field, o string) string {
 // laterCheck is the code that checks the later leaf f of o when it is
 // resolved, or nothing.
 func laterCheck(f *codegen.Field, o string) string {
-	a := appenders[funcName(f.TypeReference.Marshaler)]
+	a, _ := appenderOf(f.TypeReference)
 	if a.check == "" {
 		return ""
 	}
