@@ -116,3 +116,37 @@ func checkMembers(t *testing.T, raw json.RawMessage, names []string, want map[st
 		t.Errorf("values of %s (-want +got):\n%s", raw, diff)
 	}
 }
+
+// A list whose type has other fields (here the resolver id) is written by
+// one writer when its selection asks only for later leaves, and element by
+// element otherwise: both answer the same.
+func TestLeafListFollowsTheSelection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	type anomaly struct {
+		ID, AnomalyID, DetectionSource, S, Typename string
+		ImpactTotal                                 float64
+	}
+	var leaves, mixed struct{ Anomalies struct{ Nodes []anomaly } }
+	e.mustQuery(t, sim.DemoKey, `{ anomalies(first: 20) { nodes {
+		anomalyId detectionSource typename: __typename s: service impactTotal } } }`, nil, &leaves)
+	e.mustQuery(t, sim.DemoKey, `{ anomalies(first: 20) { nodes {
+		id anomalyId detectionSource typename: __typename s: service impactTotal } } }`, nil, &mixed)
+	if len(leaves.Anomalies.Nodes) == 0 {
+		t.Fatal("no anomaly")
+	}
+	for i := range mixed.Anomalies.Nodes {
+		if mixed.Anomalies.Nodes[i].ID == "" {
+			t.Fatalf("anomaly %d has no id", i)
+		}
+		mixed.Anomalies.Nodes[i].ID = ""
+	}
+	if diff := cmp.Diff(mixed.Anomalies.Nodes, leaves.Anomalies.Nodes); diff != "" {
+		t.Errorf("leaves only (+) against with the id (-):\n%s", diff)
+	}
+	for _, n := range leaves.Anomalies.Nodes {
+		if n.Typename != "Anomaly" || n.DetectionSource == "" || n.S == "" {
+			t.Fatalf("incomplete anomaly: %+v", n)
+		}
+	}
+}

@@ -8923,6 +8923,62 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+// leafListAnomaly answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, anomalyImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "anomalyId", "service", "startDate", "endDate", "scoreCurrent", "scoreMax", "impactMax", "impactTotal", "impactPct", "impactActualSpend", "impactExpectedSpend", "dimensionValue", "detectionSource", "detectionSourceRaw":
+		default:
+			return nil, false
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	for i := range fields {
+		switch fields[i].Name {
+		case "scoreCurrent":
+			for j := range v {
+				model.CheckFloat(v[j].ScoreCurrent)
+			}
+		case "scoreMax":
+			for j := range v {
+				model.CheckFloat(v[j].ScoreMax)
+			}
+		case "impactMax":
+			for j := range v {
+				model.CheckFloat(v[j].ImpactMax)
+			}
+		case "impactTotal":
+			for j := range v {
+				model.CheckFloat(v[j].ImpactTotal)
+			}
+		case "impactPct":
+			for j := range v {
+				model.CheckFloat(v[j].ImpactPct)
+			}
+		case "impactActualSpend":
+			for j := range v {
+				model.CheckFloat(v[j].ImpactActualSpend)
+			}
+		case "impactExpectedSpend":
+			for j := range v {
+				model.CheckFloat(v[j].ImpactExpectedSpend)
+			}
+		}
+	}
+	return newLeafListOut(fields, v, "Anomaly", leafAnomaly), true
+}
+
 // leafAnomaly appends the later leaf named field of obj to b.
 func leafAnomaly(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Anomaly)
@@ -9050,6 +9106,24 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 	}
 
 	return out
+}
+
+// leafListAnomalyEdge answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, anomalyEdgeImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "cursor":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "AnomalyEdge", leafAnomalyEdge), true
 }
 
 // leafAnomalyEdge appends the later leaf named field of obj to b.
@@ -9375,6 +9449,24 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+// leafListBudget answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, budgetImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "upstreamId", "name", "targetType", "targetTypeRaw", "period", "periodRaw", "status", "statusRaw", "numberOfPeriods", "startDate", "endDate", "lookbackPeriod", "normalizationPeriod", "organizationId", "serviceClientId", "creatorId", "explorerReportId", "createdAt", "updatedAt":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "Budget", leafBudget), true
+}
+
 // leafBudget appends the later leaf named field of obj to b.
 func leafBudget(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Budget)
@@ -9471,6 +9563,38 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 	}
 
 	return out
+}
+
+// leafListBudgetActuals answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.SelectionSet, v []model.BudgetActuals) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, budgetActualsImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "total":
+		default:
+			return nil, false
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	for i := range fields {
+		switch fields[i].Name {
+		case "total":
+			for j := range v {
+				model.CheckFloat(v[j].Total)
+			}
+		}
+	}
+	return newLeafListOut(fields, v, "BudgetActuals", leafBudgetActuals), true
 }
 
 // leafBudgetActuals appends the later leaf named field of obj to b.
@@ -9576,6 +9700,24 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+// leafListBudgetEdge answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, budgetEdgeImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "cursor":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "BudgetEdge", leafBudgetEdge), true
+}
+
 // leafBudgetEdge appends the later leaf named field of obj to b.
 func leafBudgetEdge(b []byte, field string, obj any) []byte {
 	o := obj.(*model.BudgetEdge)
@@ -9671,21 +9813,29 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 	return out
 }
 
-// leafListBudgetMetrics is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of BudgetMetrics is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (ret graphql.Marshaler) {
+// leafListBudgetMetrics answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, budgetMetricsImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "totalTarget", "totalActual", "variance":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, budgetMetricsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
 		case "totalTarget":
 			for j := range v {
 				model.CheckFloat(v[j].TotalTarget)
@@ -9698,11 +9848,9 @@ func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.S
 			for j := range v {
 				model.CheckFloat(v[j].Variance)
 			}
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics)
+	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics), true
 }
 
 // leafBudgetMetrics appends the later leaf named field of obj to b.
@@ -9767,6 +9915,24 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 	return out
 }
 
+// leafListCreateBudgetPayload answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.CreateBudgetPayload) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "idempotencyKey":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
+}
+
 // leafCreateBudgetPayload appends the later leaf named field of obj to b.
 func leafCreateBudgetPayload(b []byte, field string, obj any) []byte {
 	o := obj.(*model.CreateBudgetPayload)
@@ -9822,6 +9988,24 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 	}
 
 	return out
+}
+
+// leafListDeleteBudgetPayload answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.DeleteBudgetPayload) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "deletedBudgetId", "success", "alreadyDeleted":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
 }
 
 // leafDeleteBudgetPayload appends the later leaf named field of obj to b.
@@ -9882,31 +10066,36 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 	return out
 }
 
-// leafListDimensionValue is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of DimensionValue is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (ret graphql.Marshaler) {
+// leafListDimensionValue answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, dimensionValueImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "value", "cost":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, dimensionValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "value":
 		case "cost":
 			for j := range v {
 				model.CheckFloat(v[j].Cost)
 			}
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue)
+	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue), true
 }
 
 // leafDimensionValue appends the later leaf named field of obj to b.
@@ -9969,6 +10158,24 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 	}
 
 	return out
+}
+
+// leafListDimensionValues answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValues) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, dimensionValuesImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "hasMore", "servedFromCache":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "DimensionValues", leafDimensionValues), true
 }
 
 // leafDimensionValues appends the later leaf named field of obj to b.
@@ -10276,6 +10483,24 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafListExplorerHeatmap answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHeatmap) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, explorerHeatmapImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "servedFromCache":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "ExplorerHeatmap", leafExplorerHeatmap), true
+}
+
 // leafExplorerHeatmap appends the later leaf named field of obj to b.
 func leafExplorerHeatmap(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerHeatmap)
@@ -10386,6 +10611,24 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafListExplorerHistory answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHistory) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, explorerHistoryImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "timeColumn", "groupBy", "servedFromCache":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "ExplorerHistory", leafExplorerHistory), true
+}
+
 // leafExplorerHistory appends the later leaf named field of obj to b.
 func leafExplorerHistory(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerHistory)
@@ -10447,21 +10690,29 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 	return out
 }
 
-// leafListExplorerPreviousPeriod is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of ExplorerPreviousPeriod is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
+// leafListExplorerPreviousPeriod answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "currentTotal", "previousTotal", "changePercent", "servedFromCache":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
 		case "currentTotal":
 			for j := range v {
 				model.CheckFloat(v[j].CurrentTotal)
@@ -10474,12 +10725,9 @@ func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, 
 			for j := range v {
 				model.CheckFloat(v[j].ChangePercent)
 			}
-		case "servedFromCache":
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod)
+	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
 }
 
 // leafExplorerPreviousPeriod appends the later leaf named field of obj to b.
@@ -10575,6 +10823,24 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafListExplorerReport answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerReport) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, explorerReportImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "upstreamId", "name":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "ExplorerReport", leafExplorerReport), true
+}
+
 // leafExplorerReport appends the later leaf named field of obj to b.
 func leafExplorerReport(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerReport)
@@ -10630,6 +10896,24 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 	return out
 }
 
+// leafListExplorerSummary answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerSummary) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, explorerSummaryImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "servedFromCache":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "ExplorerSummary", leafExplorerSummary), true
+}
+
 // leafExplorerSummary appends the later leaf named field of obj to b.
 func leafExplorerSummary(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerSummary)
@@ -10683,32 +10967,36 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
-// leafListHeatmapRow is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of HeatmapRow is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (ret graphql.Marshaler) {
+// leafListHeatmapRow answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, heatmapRowImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "dimension", "day", "cost":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, heatmapRowImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "dimension":
-		case "day":
 		case "cost":
 			for j := range v {
 				model.CheckFloat(v[j].Cost)
 			}
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow)
+	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow), true
 }
 
 // leafHeatmapRow appends the later leaf named field of obj to b.
@@ -10773,6 +11061,38 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafListHistoryCostRow answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, historyCostRowImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "group", "date", "cost":
+		default:
+			return nil, false
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	for i := range fields {
+		switch fields[i].Name {
+		case "cost":
+			for j := range v {
+				model.CheckFloat(v[j].Cost)
+			}
+		}
+	}
+	return newLeafListOut(fields, v, "HistoryCostRow", leafHistoryCostRow), true
+}
+
 // leafHistoryCostRow appends the later leaf named field of obj to b.
 func leafHistoryCostRow(b []byte, field string, obj any) []byte {
 	o := obj.(*model.HistoryCostRow)
@@ -10833,22 +11153,29 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 	return out
 }
 
-// leafListLookbackPeriod is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of LookbackPeriod is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (ret graphql.Marshaler) {
+// leafListLookbackPeriod answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, lookbackPeriodImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "periodKey", "actual", "projected":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, lookbackPeriodImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "periodKey":
 		case "actual":
 			for j := range v {
 				model.CheckFloat(v[j].Actual)
@@ -10859,11 +11186,9 @@ func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.
 					model.CheckFloat(*v[j].Projected)
 				}
 			}
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod)
+	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod), true
 }
 
 // leafLookbackPeriod appends the later leaf named field of obj to b.
@@ -10992,30 +11317,22 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-// leafListPageInfo is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of PageInfo is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (ret graphql.Marshaler) {
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+// leafListPageInfo answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, pageInfoImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "hasNextPage":
-		case "hasPreviousPage":
-		case "startCursor":
-		case "endCursor":
+		case "__typename", "hasNextPage", "hasPreviousPage", "startCursor", "endCursor":
 		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
+			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "PageInfo", leafPageInfo)
+	return newLeafListOut(fields, v, "PageInfo", leafPageInfo), true
 }
 
 // leafPageInfo appends the later leaf named field of obj to b.
@@ -11081,31 +11398,36 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 	return out
 }
 
-// leafListPeriodAmount is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of PeriodAmount is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (ret graphql.Marshaler) {
+// leafListPeriodAmount answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, periodAmountImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "period", "amount":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, periodAmountImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "period":
 		case "amount":
 			for j := range v {
 				model.CheckFloat(v[j].Amount)
 			}
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount)
+	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount), true
 }
 
 // leafPeriodAmount appends the later leaf named field of obj to b.
@@ -11344,6 +11666,52 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+// leafListPlanning answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, planningImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "upstreamId", "budgetId", "dimension1", "dimension2", "previousMonth", "avgLookback", "percentGrowth", "percentSpend", "targetType", "targetTypeRaw", "createdAt":
+		default:
+			return nil, false
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	for i := range fields {
+		switch fields[i].Name {
+		case "previousMonth":
+			for j := range v {
+				model.CheckFloat(v[j].PreviousMonth)
+			}
+		case "avgLookback":
+			for j := range v {
+				model.CheckFloat(v[j].AvgLookback)
+			}
+		case "percentGrowth":
+			for j := range v {
+				model.CheckFloat(v[j].PercentGrowth)
+			}
+		case "percentSpend":
+			for j := range v {
+				if v[j].PercentSpend != nil {
+					model.CheckFloat(*v[j].PercentSpend)
+				}
+			}
+		}
+	}
+	return newLeafListOut(fields, v, "Planning", leafPlanning), true
+}
+
 // leafPlanning appends the later leaf named field of obj to b.
 func leafPlanning(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Planning)
@@ -11418,6 +11786,24 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 	}
 
 	return out
+}
+
+// leafListPlanningActuals answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, planningActualsImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "planningId":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "PlanningActuals", leafPlanningActuals), true
 }
 
 // leafPlanningActuals appends the later leaf named field of obj to b.
@@ -11770,28 +12156,22 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
-// leafListQueryCost is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of QueryCost is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (ret graphql.Marshaler) {
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+// leafListQueryCost answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, queryCostImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "estimatedUpstreamCalls":
-		case "maxUpstreamCalls":
+		case "__typename", "estimatedUpstreamCalls", "maxUpstreamCalls":
 		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
+			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "QueryCost", leafQueryCost)
+	return newLeafListOut(fields, v, "QueryCost", leafQueryCost), true
 }
 
 // leafQueryCost appends the later leaf named field of obj to b.
@@ -11940,6 +12320,38 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+// leafListRecommendation answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, recommendationImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "recommendationId", "recommendationName", "estimatedMonthlySavings", "implementationEffort", "implementationEffortRaw", "category", "actionType", "accountName", "region", "resourceId":
+		default:
+			return nil, false
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			graphql.AddError(ctx, graphql.Recover(ctx, r))
+			ret = graphql.Array(nil)
+		}
+	}()
+	for i := range fields {
+		switch fields[i].Name {
+		case "estimatedMonthlySavings":
+			for j := range v {
+				model.CheckFloat(v[j].EstimatedMonthlySavings)
+			}
+		}
+	}
+	return newLeafListOut(fields, v, "Recommendation", leafRecommendation), true
+}
+
 // leafRecommendation appends the later leaf named field of obj to b.
 func leafRecommendation(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Recommendation)
@@ -12059,6 +12471,24 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 	}
 
 	return out
+}
+
+// leafListRecommendationEdge answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, recommendationEdgeImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "cursor":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "RecommendationEdge", leafRecommendationEdge), true
 }
 
 // leafRecommendationEdge appends the later leaf named field of obj to b.
@@ -12188,6 +12618,24 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 	return out
 }
 
+// leafListScheduledNotification answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListScheduledNotification(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, scheduledNotificationImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "upstreamId", "recipientEmail", "subject", "scheduleType", "scheduleTypeRaw", "scheduledAt", "recurrenceFrequency", "recurrenceFrequencyRaw", "recurrenceTimezone", "recurrenceWeekday", "recurrenceDayOfMonth", "cronExpression", "status", "statusRaw", "sentAt", "errorMessage", "nextAttemptAt", "createdAt", "updatedAt", "canvasId", "explorerReportId", "includeAssistantAnalysis":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
+}
+
 // leafScheduledNotification appends the later leaf named field of obj to b.
 func leafScheduledNotification(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ScheduledNotification)
@@ -12311,6 +12759,24 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 	return out
 }
 
+// leafListScheduledNotificationConnection answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationConnection) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "totalCount":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "ScheduledNotificationConnection", leafScheduledNotificationConnection), true
+}
+
 // leafScheduledNotificationConnection appends the later leaf named field of obj to b.
 func leafScheduledNotificationConnection(b []byte, field string, obj any) []byte {
 	o := obj.(*model.ScheduledNotificationConnection)
@@ -12362,6 +12828,24 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 	}
 
 	return out
+}
+
+// leafListScheduledNotificationEdge answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "cursor":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "ScheduledNotificationEdge", leafScheduledNotificationEdge), true
 }
 
 // leafScheduledNotificationEdge appends the later leaf named field of obj to b.
@@ -12420,23 +12904,29 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
-// leafListSummaryCard is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of SummaryCard is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (ret graphql.Marshaler) {
+// leafListSummaryCard answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, summaryCardImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "title", "description", "value", "previousValue":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, summaryCardImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "title":
-		case "description":
 		case "value":
 			for j := range v {
 				model.CheckFloat(v[j].Value)
@@ -12445,11 +12935,9 @@ func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.Sel
 			for j := range v {
 				model.CheckFloat(v[j].PreviousValue)
 			}
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard)
+	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard), true
 }
 
 // leafSummaryCard appends the later leaf named field of obj to b.
@@ -12509,31 +12997,36 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
-// leafListTargetItem is the list v, whose elements are written by one
-// leafListOut from the elements themselves: every field of TargetItem is a
-// later leaf. What the fields check is checked here, for every element; a
-// panic makes the list empty with an error, as it does a list of objectOuts.
-func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (ret graphql.Marshaler) {
+// leafListTargetItem answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, targetItemImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "dimensionValue", "amount":
+		default:
+			return nil, false
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			graphql.AddError(ctx, graphql.Recover(ctx, r))
 			ret = graphql.Array(nil)
 		}
 	}()
-	fields := ec.collectFields(sel, targetItemImplementors)
 	for i := range fields {
 		switch fields[i].Name {
-		case "__typename":
-		case "dimensionValue":
 		case "amount":
 			for j := range v {
 				model.CheckFloat(v[j].Amount)
 			}
-		default:
-			panic("unknown field " + strconv.Quote(fields[i].Name))
 		}
 	}
-	return newLeafListOut(fields, v, "TargetItem", leafTargetItem)
+	return newLeafListOut(fields, v, "TargetItem", leafTargetItem), true
 }
 
 // leafTargetItem appends the later leaf named field of obj to b.
@@ -12594,6 +13087,24 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 	}
 
 	return out
+}
+
+// leafListUpdateBudgetPayload answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.UpdateBudgetPayload) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "idempotencyKey":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
 }
 
 // leafUpdateBudgetPayload appends the later leaf named field of obj to b.
@@ -12687,6 +13198,24 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 	return out
 }
 
+// leafListUser answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionSet, v []upstream.User) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, userImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "upstreamId", "firstName", "lastName", "email":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "User", leafUser), true
+}
+
 // leafUser appends the later leaf named field of obj to b.
 func leafUser(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.User)
@@ -12751,6 +13280,24 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 	}
 
 	return out
+}
+
+// leafListUserError answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.SelectionSet, v []model.UserError) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, userErrorImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "message", "upstreamCode":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "UserError", leafUserError), true
 }
 
 // leafUserError appends the later leaf named field of obj to b.
@@ -12823,6 +13370,24 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+// leafList__Directive answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, __DirectiveImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "name", "isRepeatable":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "__Directive", leaf__Directive), true
+}
+
 // leaf__Directive appends the later leaf named field of obj to b.
 func leaf__Directive(b []byte, field string, obj any) []byte {
 	o := obj.(*introspection.Directive)
@@ -12886,6 +13451,24 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 	}
 
 	return out
+}
+
+// leafList__EnumValue answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, __EnumValueImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "name":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "__EnumValue", leaf__EnumValue), true
 }
 
 // leaf__EnumValue appends the later leaf named field of obj to b.
@@ -12961,6 +13544,24 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+// leafList__Field answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.SelectionSet, v []introspection.Field) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, __FieldImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "name":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "__Field", leaf__Field), true
+}
+
 // leaf__Field appends the later leaf named field of obj to b.
 func leaf__Field(b []byte, field string, obj any) []byte {
 	o := obj.(*introspection.Field)
@@ -13029,6 +13630,24 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 	}
 
 	return out
+}
+
+// leafList__InputValue answers the list v with one leafListOut, which
+// writes every element from the element itself, when the selection asks
+// only for later leaves (and __typename); ok is false otherwise, and the
+// list is resolved element by element. What the fields check is checked
+// here, for every element; a panic makes the list empty with an error, as
+// it does a list of objectOuts.
+func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) (ret graphql.Marshaler, ok bool) {
+	fields := ec.collectFields(sel, __InputValueImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "name", "defaultValue":
+		default:
+			return nil, false
+		}
+	}
+	return newLeafListOut(fields, v, "__InputValue", leaf__InputValue), true
 }
 
 // leaf__InputValue appends the later leaf named field of obj to b.
@@ -13391,6 +14010,9 @@ func (ec *executionContext) marshalNAnomaly2githubᚗcomᚋcostgwᚋgatewayᚋup
 }
 
 func (ec *executionContext) marshalNAnomaly2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomalyᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) graphql.Marshaler {
+	if ret, ok := ec.leafListAnomaly(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -13444,6 +14066,9 @@ func (ec *executionContext) marshalNAnomalyEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNAnomalyEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐAnomalyEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) graphql.Marshaler {
+	if ret, ok := ec.leafListAnomalyEdge(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -13503,6 +14128,9 @@ func (ec *executionContext) marshalNBudget2githubᚗcomᚋcostgwᚋgatewayᚋups
 }
 
 func (ec *executionContext) marshalNBudget2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudgetᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) graphql.Marshaler {
+	if ret, ok := ec.leafListBudget(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -13556,6 +14184,9 @@ func (ec *executionContext) marshalNBudgetEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNBudgetEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐBudgetEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) graphql.Marshaler {
+	if ret, ok := ec.leafListBudgetEdge(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -13715,7 +14346,29 @@ func (ec *executionContext) marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValueᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) graphql.Marshaler {
-	return ec.leafListDimensionValue(ctx, sel, v)
+	if ret, ok := ec.leafListDimensionValue(ctx, sel, v); ok {
+		return ret
+	}
+	ret := make(graphql.Array, len(v))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
+			}
+		}()
+		for i := range v {
+			ret[i] = ec._DimensionValue(ctx, sel, &v[i])
+		}
+	}()
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNExplorer2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐExplorer(ctx context.Context, sel ast.SelectionSet, v *model.Explorer) graphql.Marshaler {
@@ -13770,7 +14423,29 @@ func (ec *executionContext) marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNHeatmapRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRowᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) graphql.Marshaler {
-	return ec.leafListHeatmapRow(ctx, sel, v)
+	if ret, ok := ec.leafListHeatmapRow(ctx, sel, v); ok {
+		return ret
+	}
+	ret := make(graphql.Array, len(v))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
+			}
+		}()
+		for i := range v {
+			ret[i] = ec._HeatmapRow(ctx, sel, &v[i])
+		}
+	}()
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v model.HistoryCostRow) graphql.Marshaler {
@@ -13778,6 +14453,9 @@ func (ec *executionContext) marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNHistoryCostRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRowᚄ(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) graphql.Marshaler {
+	if ret, ok := ec.leafListHistoryCostRow(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -13965,7 +14643,29 @@ func (ec *executionContext) marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriodᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) graphql.Marshaler {
-	return ec.leafListLookbackPeriod(ctx, sel, v)
+	if ret, ok := ec.leafListLookbackPeriod(ctx, sel, v); ok {
+		return ret
+	}
+	ret := make(graphql.Array, len(v))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
+			}
+		}()
+		for i := range v {
+			ret[i] = ec._LookbackPeriod(ctx, sel, &v[i])
+		}
+	}()
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {
@@ -14032,7 +14732,29 @@ func (ec *executionContext) marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgateway
 }
 
 func (ec *executionContext) marshalNPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) graphql.Marshaler {
-	return ec.leafListPeriodAmount(ctx, sel, v)
+	if ret, ok := ec.leafListPeriodAmount(ctx, sel, v); ok {
+		return ret
+	}
+	ret := make(graphql.Array, len(v))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
+			}
+		}()
+		for i := range v {
+			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
+		}
+	}()
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNPlanning2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanning(ctx context.Context, sel ast.SelectionSet, v upstream.Planning) graphql.Marshaler {
@@ -14044,6 +14766,9 @@ func (ec *executionContext) marshalNPlanningActuals2githubᚗcomᚋcostgwᚋgate
 }
 
 func (ec *executionContext) marshalNPlanningActuals2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPlanningActualsᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) graphql.Marshaler {
+	if ret, ok := ec.leafListPlanningActuals(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -14097,6 +14822,9 @@ func (ec *executionContext) marshalNRecommendation2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNRecommendation2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) graphql.Marshaler {
+	if ret, ok := ec.leafListRecommendation(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -14150,6 +14878,9 @@ func (ec *executionContext) marshalNRecommendationEdge2githubᚗcomᚋcostgwᚋg
 }
 
 func (ec *executionContext) marshalNRecommendationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐRecommendationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) graphql.Marshaler {
+	if ret, ok := ec.leafListRecommendationEdge(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -14225,6 +14956,9 @@ func (ec *executionContext) marshalNScheduledNotification2githubᚗcomᚋcostgw�
 }
 
 func (ec *executionContext) marshalNScheduledNotification2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotificationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) graphql.Marshaler {
+	if ret, ok := ec.leafListScheduledNotification(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -14278,6 +15012,9 @@ func (ec *executionContext) marshalNScheduledNotificationEdge2githubᚗcomᚋcos
 }
 
 func (ec *executionContext) marshalNScheduledNotificationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐScheduledNotificationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) graphql.Marshaler {
+	if ret, ok := ec.leafListScheduledNotificationEdge(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -14366,7 +15103,29 @@ func (ec *executionContext) marshalNSummaryCard2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNSummaryCard2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCardᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) graphql.Marshaler {
-	return ec.leafListSummaryCard(ctx, sel, v)
+	if ret, ok := ec.leafListSummaryCard(ctx, sel, v); ok {
+		return ret
+	}
+	ret := make(graphql.Array, len(v))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
+			}
+		}()
+		for i := range v {
+			ret[i] = ec._SummaryCard(ctx, sel, &v[i])
+		}
+	}()
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItem(ctx context.Context, sel ast.SelectionSet, v model.TargetItem) graphql.Marshaler {
@@ -14374,7 +15133,29 @@ func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItemᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) graphql.Marshaler {
-	return ec.leafListTargetItem(ctx, sel, v)
+	if ret, ok := ec.leafListTargetItem(ctx, sel, v); ok {
+		return ret
+	}
+	ret := make(graphql.Array, len(v))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
+			}
+		}()
+		for i := range v {
+			ret[i] = ec._TargetItem(ctx, sel, &v[i])
+		}
+	}()
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNTargetType2string(ctx context.Context, v any) (string, error) {
@@ -14403,6 +15184,9 @@ func (ec *executionContext) marshalNUserError2githubᚗcomᚋcostgwᚋgatewayᚋ
 }
 
 func (ec *executionContext) marshalNUserError2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserError) graphql.Marshaler {
+	if ret, ok := ec.leafListUserError(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -14456,6 +15240,9 @@ func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlge
 }
 
 func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirectiveᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) graphql.Marshaler {
+	if ret, ok := ec.leafList__Directive(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -14576,6 +15363,9 @@ func (ec *executionContext) marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlg
 }
 
 func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
+	if ret, ok := ec.leafList__InputValue(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -15000,12 +15790,37 @@ func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 	if v == nil {
 		return graphql.Null
 	}
-	return ec.leafListPeriodAmount(ctx, sel, v)
+	if ret, ok := ec.leafListPeriodAmount(ctx, sel, v); ok {
+		return ret
+	}
+	ret := make(graphql.Array, len(v))
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				graphql.AddError(ctx, graphql.Recover(ctx, r))
+				ret = nil
+			}
+		}()
+		for i := range v {
+			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
+		}
+	}()
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalOPlanning2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanningᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
+	}
+	if ret, ok := ec.leafListPlanning(ctx, sel, v); ok {
+		return ret
 	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
@@ -15148,6 +15963,9 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 	if v == nil {
 		return graphql.Null
 	}
+	if ret, ok := ec.leafList__EnumValue(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -15190,6 +16008,9 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 	if v == nil {
 		return graphql.Null
 	}
+	if ret, ok := ec.leafList__Field(ctx, sel, v); ok {
+		return ret
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -15231,6 +16052,9 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
+	}
+	if ret, ok := ec.leafList__InputValue(ctx, sel, v); ok {
+		return ret
 	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {

@@ -157,9 +157,12 @@ func run() error {
 				o := objects[t.Definition.Name]
 				return !fieldDirectives && o != nil && allLaterLeaves(o)
 			},
-			"allLaterLeaves": func(o *codegen.Object) bool { return !fieldDirectives && allLaterLeaves(o) },
-			"laterCheck":     laterCheck,
-			"inPlace":        inPlace,
+			"someLaterLeaves": func(t *config.TypeReference) bool {
+				o := objects[t.Definition.Name]
+				return !fieldDirectives && o != nil && !o.Root && slices.ContainsFunc(o.Fields, laterLeaf)
+			},
+			"laterCheck": laterCheck,
+			"inPlace":    inPlace,
 		},
 	})
 	if err != nil {
@@ -288,7 +291,7 @@ func laterLeaf(f *codegen.Field) bool {
 }
 
 // allLaterLeaves reports whether every field of the object o is a later
-// leaf: a list of such objects is written by one leafListOut.
+// leaf.
 func allLaterLeaves(o *codegen.Object) bool {
 	return !o.Root && len(o.Fields) > 0 && !slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return !laterLeaf(f) })
 }
