@@ -8927,8 +8927,11 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, anomalyImplementors)
 	for i := range fields {
@@ -9112,8 +9115,11 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, anomalyEdgeImplementors)
 	for i := range fields {
@@ -9453,8 +9459,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, budgetImplementors)
 	for i := range fields {
@@ -9569,8 +9578,11 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.SelectionSet, v []model.BudgetActuals) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, budgetActualsImplementors)
 	for i := range fields {
@@ -9704,8 +9716,11 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, budgetEdgeImplementors)
 	for i := range fields {
@@ -9817,8 +9832,11 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, budgetMetricsImplementors)
 	for i := range fields {
@@ -9919,8 +9937,11 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.CreateBudgetPayload) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
 	for i := range fields {
@@ -9994,8 +10015,11 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.DeleteBudgetPayload) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
 	for i := range fields {
@@ -10070,8 +10094,11 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, dimensionValueImplementors)
 	for i := range fields {
@@ -10164,8 +10191,11 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValues) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, dimensionValuesImplementors)
 	for i := range fields {
@@ -10487,8 +10517,11 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHeatmap) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, explorerHeatmapImplementors)
 	for i := range fields {
@@ -10615,8 +10648,11 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHistory) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, explorerHistoryImplementors)
 	for i := range fields {
@@ -10694,8 +10730,11 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
 	for i := range fields {
@@ -10827,8 +10866,11 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerReport) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, explorerReportImplementors)
 	for i := range fields {
@@ -10900,8 +10942,11 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerSummary) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, explorerSummaryImplementors)
 	for i := range fields {
@@ -10971,8 +11016,11 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, heatmapRowImplementors)
 	for i := range fields {
@@ -11065,8 +11113,11 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, historyCostRowImplementors)
 	for i := range fields {
@@ -11157,8 +11208,11 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, lookbackPeriodImplementors)
 	for i := range fields {
@@ -11321,8 +11375,11 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, pageInfoImplementors)
 	for i := range fields {
@@ -11402,8 +11459,11 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, periodAmountImplementors)
 	for i := range fields {
@@ -11670,8 +11730,11 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, planningImplementors)
 	for i := range fields {
@@ -11792,8 +11855,11 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, planningActualsImplementors)
 	for i := range fields {
@@ -12160,8 +12226,11 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, queryCostImplementors)
 	for i := range fields {
@@ -12324,8 +12393,11 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, recommendationImplementors)
 	for i := range fields {
@@ -12477,8 +12549,11 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, recommendationEdgeImplementors)
 	for i := range fields {
@@ -12622,8 +12697,11 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotification(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, scheduledNotificationImplementors)
 	for i := range fields {
@@ -12763,8 +12841,11 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationConnection) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
 	for i := range fields {
@@ -12834,8 +12915,11 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
 	for i := range fields {
@@ -12908,8 +12992,11 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, summaryCardImplementors)
 	for i := range fields {
@@ -13001,8 +13088,11 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, targetItemImplementors)
 	for i := range fields {
@@ -13093,8 +13183,11 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.UpdateBudgetPayload) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
 	for i := range fields {
@@ -13202,8 +13295,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionSet, v []upstream.User) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, userImplementors)
 	for i := range fields {
@@ -13286,8 +13382,11 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.SelectionSet, v []model.UserError) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, userErrorImplementors)
 	for i := range fields {
@@ -13374,8 +13473,11 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, __DirectiveImplementors)
 	for i := range fields {
@@ -13457,8 +13559,11 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, __EnumValueImplementors)
 	for i := range fields {
@@ -13548,8 +13653,11 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.SelectionSet, v []introspection.Field) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, __FieldImplementors)
 	for i := range fields {
@@ -13636,8 +13744,11 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
-// here, for every element; a panic makes the list empty with an error, as
-// it does a list of objectOuts.
+// here, for every element: a value that fails (a Float that is not finite,
+// which only a bug of the gateway's can make) makes the list empty, as it
+// does a list of objectOuts, with one error at the list's path rather than
+// one at each element's. The list's writing does no work a cancelled
+// request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) (ret graphql.Marshaler, ok bool) {
 	fields := ec.collectFields(sel, __InputValueImplementors)
 	for i := range fields {
@@ -13933,10 +14044,10 @@ func (o *objectOut) MarshalGQL(w io.Writer) {
 	_, _ = w.Write(append(b, '}'))
 }
 
-// leafListOut is a list of objects every field of which is a later leaf,
-// written from the elements themselves: no objectOut, Marshaler or field
-// set per element. It writes each alias once, as objectOut does; typename
-// is what __typename answers.
+// leafListOut is a list of objects whose selection asks only for later
+// leaves (and __typename), written from the elements themselves: no
+// objectOut, Marshaler or field set per element. It writes each alias once,
+// as objectOut does; typename is what __typename answers.
 type leafListOut[T any] struct {
 	fields   []graphql.CollectedField
 	written  []int // the fields written, an alias once

@@ -32,7 +32,16 @@
 //     object's path) is made only when one of its fields is deferred.
 //   - The resolvers listed in inlineResolvers are called on the object's
 //     goroutine rather than in a goroutine of their own: they compute from
-//     the object alone and never wait.
+//     the object alone and never wait. The other concurrent fields of an
+//     object run on goroutines kept from earlier work (internal/gopool).
+//   - Such a leaf that cannot fail (no error needs its path) and whose
+//     marshaler has an appender (a String, a Float, a Date, an enum of
+//     graph/model…) is a later leaf:
+//     nothing is made for it when it is resolved, and its object appends it
+//     from the struct member when the answer is written.
+//   - A list of values of an object type, whose selection asks only for
+//     later leaves, is one leafListOut, which appends every element from
+//     the element itself: no objectOut, field context or Marshaler each.
 package main
 
 import (
