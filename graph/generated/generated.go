@@ -14461,17 +14461,33 @@ func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋga
 		return ret
 	}
 	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
 		for i := range v {
-			ret[i] = ec._DimensionValue(ctx, sel, &v[i])
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec._DimensionValue(ctx, sel, &v[i])
+			}()
 		}
-	}()
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14538,17 +14554,33 @@ func (ec *executionContext) marshalNHeatmapRow2ᚕgithubᚗcomᚋcostgwᚋgatewa
 		return ret
 	}
 	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
 		for i := range v {
-			ret[i] = ec._HeatmapRow(ctx, sel, &v[i])
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec._HeatmapRow(ctx, sel, &v[i])
+			}()
 		}
-	}()
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14758,17 +14790,33 @@ func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋga
 		return ret
 	}
 	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
 		for i := range v {
-			ret[i] = ec._LookbackPeriod(ctx, sel, &v[i])
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec._LookbackPeriod(ctx, sel, &v[i])
+			}()
 		}
-	}()
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -14847,17 +14895,33 @@ func (ec *executionContext) marshalNPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 		return ret
 	}
 	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
 		for i := range v {
-			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
+			}()
 		}
-	}()
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15218,17 +15282,33 @@ func (ec *executionContext) marshalNSummaryCard2ᚕgithubᚗcomᚋcostgwᚋgatew
 		return ret
 	}
 	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
 		for i := range v {
-			ret[i] = ec._SummaryCard(ctx, sel, &v[i])
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec._SummaryCard(ctx, sel, &v[i])
+			}()
 		}
-	}()
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15248,17 +15328,33 @@ func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewa
 		return ret
 	}
 	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
 		for i := range v {
-			ret[i] = ec._TargetItem(ctx, sel, &v[i])
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec._TargetItem(ctx, sel, &v[i])
+			}()
 		}
-	}()
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15905,17 +16001,33 @@ func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 		return ret
 	}
 	ret := make(graphql.Array, len(v))
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				graphql.AddError(ctx, graphql.Recover(ctx, r))
-				ret = nil
-			}
-		}()
+	if len(v) > 0 {
+		indices := make([]int, len(v))
+		fcs := make([]graphql.FieldContext, len(v))
+		panicked := false
 		for i := range v {
-			ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
+			indices[i] = i
+			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
+			ctx := graphql.WithFieldContext(ctx, &fcs[i])
+			if len(v) > 1 && ctx.Err() != nil {
+				graphql.AddError(ctx, ctx.Err())
+				panicked = true
+				break
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						graphql.AddError(ctx, graphql.Recover(ctx, r))
+						panicked = true
+					}
+				}()
+				ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
+			}()
 		}
-	}()
+		if panicked {
+			ret = nil // as MarshalSliceConcurrently answers
+		}
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {

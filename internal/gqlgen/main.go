@@ -162,10 +162,6 @@ func run() error {
 				return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
 			},
 			"laterAppend": laterAppend,
-			"onlyLaterLeaves": func(t *config.TypeReference) bool {
-				o := objects[t.Definition.Name]
-				return !fieldDirectives && o != nil && allLaterLeaves(o)
-			},
 			"someLaterLeaves": func(t *config.TypeReference) bool {
 				o := objects[t.Definition.Name]
 				return !fieldDirectives && o != nil && !o.Root && slices.ContainsFunc(o.Fields, laterLeaf)
@@ -297,12 +293,6 @@ func laterLeaf(f *codegen.Field) bool {
 	}
 	_, ok := appenderOf(f.TypeReference)
 	return ok
-}
-
-// allLaterLeaves reports whether every field of the object o is a later
-// leaf.
-func allLaterLeaves(o *codegen.Object) bool {
-	return !o.Root && len(o.Fields) > 0 && !slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return !laterLeaf(f) })
 }
 
 // laterAppend is the code that appends the later leaf f of o to b.
