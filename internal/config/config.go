@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -64,6 +65,9 @@ func (fs *FlagSet) Want(name, form string) { fs.wants[name] = form }
 func (fs *FlagSet) Parse(args []string, lookupEnv func(string) (string, bool)) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
+		if zeroDefault(f) {
+			f.DefValue = "" // what the zero described's String says (-h)
+		}
 		f.Value = described{Value: f.Value, want: fs.want(f)}
 		if fs.actions[f.Name] {
 			return
@@ -114,6 +118,33 @@ func (fs *FlagSet) want(f *flag.Flag) string {
 type described struct {
 	flag.Value
 	want string
+}
+
+// zeroDefault reports whether f's default is the zero value of its type,
+// which the list of flags (-h) does not show: the flag package tells by
+// asking a zero value of the flag's type for its String.
+func zeroDefault(f *flag.Flag) (zero bool) {
+	defer func() {
+		if recover() != nil {
+			zero = false
+		}
+	}()
+	t := reflect.TypeOf(f.Value)
+	z := reflect.Zero(t)
+	if t.Kind() == reflect.Pointer {
+		z = reflect.New(t.Elem())
+	}
+	return z.Interface().(flag.Value).String() == f.DefValue
+}
+
+// String is the wrapped value's. The flag package calls it on a zero
+// described too, which wraps nothing, to tell whether a flag's default is
+// its type's zero value when it lists the defaults (-h).
+func (d described) String() string {
+	if d.Value == nil {
+		return ""
+	}
+	return d.Value.String()
 }
 
 func (d described) Set(s string) error {

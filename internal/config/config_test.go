@@ -90,3 +90,29 @@ func TestErrorsGatherEveryProblem(t *testing.T) {
 		t.Error("no problems, but an error")
 	}
 }
+
+// The list of flags (-h) gives each default that is not its type's zero
+// value, and nothing else: the flag package asks a zero value of each
+// flag's type for its String to tell, which wrapped nothing and panicked.
+func TestHelpListsTheDefaults(t *testing.T) {
+	t.Parallel()
+	var help strings.Builder
+	fs := New("cmd", "CMD", &help)
+	fs.Int("max-things", 3, "most things")
+	fs.Duration("wait", time.Second, "how long")
+	fs.String("name", "", "a name")
+	fs.Int("few", 0, "how few")
+	fs.Bool("quiet", false, "say less")
+	if err := fs.Parse([]string{"-h"}, env(nil)); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	out := help.String()
+	for _, w := range []string{"(default 3)", "(default 1s)"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("-h does not say %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "panic") || strings.Count(out, "default") != 2 {
+		t.Errorf("-h:\n%s", out)
+	}
+}

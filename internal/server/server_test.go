@@ -191,6 +191,9 @@ func TestHelpAndREADMEListEveryFlag(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
+	if strings.Contains(help.String(), "panic") || !strings.Contains(help.String(), "(default 32)") {
+		t.Errorf("-h does not list the defaults (-requests-in-flight's 32) as it should:\n%s", help.String())
+	}
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
