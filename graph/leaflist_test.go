@@ -3,6 +3,7 @@ package graph_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -149,4 +150,129 @@ func TestLeafListFollowsTheSelection(t *testing.T) {
 			t.Fatalf("incomplete anomaly: %+v", n)
 		}
 	}
+}
+
+// An object held by its parent's record (a budget's report and creator, a
+// page's pageInfo) is written from the record when its selection asks only
+// for later leaves, and resolved as any object otherwise (here with the
+// resolver id): both answer the same, in the order and with the aliases
+// asked, null where the record holds none.
+func TestLeafObjectsFollowTheSelection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const leaves = `explorerReport { __typename n: name upstreamId name n: name } creator { lastName f: firstName firstName }`
+	query := func(extra string) string {
+		return `{ budgets(first: 50) { nodes { name ` + extra + ` } pageInfo { endCursor hasNextPage e: endCursor } } }`
+	}
+	type page struct {
+		Budgets struct {
+			Nodes []struct {
+				Name           string
+				ExplorerReport json.RawMessage
+				Creator        json.RawMessage
+			}
+			PageInfo json.RawMessage
+		}
+	}
+	var got, resolved page
+	e.mustQuery(t, sim.DemoKey, query(leaves), nil, &got)
+	e.mustQuery(t, sim.DemoKey, query(`explorerReport { id __typename n: name upstreamId name n: name } creator { id lastName f: firstName firstName }`), nil, &resolved)
+	if len(got.Budgets.Nodes) == 0 || len(got.Budgets.Nodes) != len(resolved.Budgets.Nodes) {
+		t.Fatalf("%d and %d budgets", len(got.Budgets.Nodes), len(resolved.Budgets.Nodes))
+	}
+	withoutID := func(raw json.RawMessage) string {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m == nil {
+			return "null"
+		}
+		if id, _ := m["id"].(string); id == "" {
+			t.Fatalf("resolved without an id: %s", raw)
+		}
+		delete(m, "id")
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	reports, creators, nulls := 0, 0, 0
+	for i, n := range got.Budgets.Nodes {
+		r := resolved.Budgets.Nodes[i]
+		for _, pair := range [][2]json.RawMessage{{n.ExplorerReport, r.ExplorerReport}, {n.Creator, r.Creator}} {
+			if string(pair[0]) == "null" {
+				nulls++
+				if string(pair[1]) != "null" {
+					t.Errorf("budget %q: null written, %s resolved", n.Name, pair[1])
+				}
+				continue
+			}
+			var m map[string]any
+			_ = json.Unmarshal(pair[0], &m)
+			if w := withoutID(pair[1]); string(must(json.Marshal(m))) != w {
+				t.Errorf("budget %q: written %s, resolved %s", n.Name, pair[0], pair[1])
+			}
+		}
+		if string(n.ExplorerReport) != "null" {
+			var m map[string]string
+			_ = json.Unmarshal(n.ExplorerReport, &m)
+			checkMembers(t, n.ExplorerReport, []string{"__typename", "n", "upstreamId", "name"},
+				map[string]any{"__typename": "ExplorerReport", "n": m["name"], "upstreamId": m["upstreamId"], "name": m["name"]})
+			reports++
+		}
+		if string(n.Creator) != "null" {
+			var m map[string]string
+			_ = json.Unmarshal(n.Creator, &m)
+			checkMembers(t, n.Creator, []string{"lastName", "f", "firstName"},
+				map[string]any{"lastName": m["lastName"], "f": m["firstName"], "firstName": m["firstName"]})
+			creators++
+		}
+	}
+	if reports == 0 || creators == 0 {
+		t.Fatalf("%d reports and %d creators to check", reports, creators)
+	}
+	if nulls != 0 {
+		t.Fatalf("%d nulls before any was forged", nulls)
+	}
+
+	// The first budget of the listing comes without its report and creator.
+	e.calls.mu.Lock()
+	e.calls.fail = func(r *http.Request) *http.Response {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/budgets" {
+			return nil
+		}
+		resp, err := e.calls.next.RoundTrip(r)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Error(err)
+			return nil
+		}
+		first := body["data"].([]any)[0].(map[string]any)
+		delete(first, "explorerReport")
+		first["creator"] = nil
+		return answer(http.StatusOK, string(must(json.Marshal(body))))
+	}
+	e.calls.mu.Unlock()
+	e.mustQuery(t, sim.DemoKey, query(leaves), nil, &got)
+	if n := got.Budgets.Nodes[0]; string(n.ExplorerReport) != "null" || string(n.Creator) != "null" {
+		t.Errorf("a budget without its report and creator: %s and %s", n.ExplorerReport, n.Creator)
+	}
+	var info map[string]any
+	_ = json.Unmarshal(got.Budgets.PageInfo, &info)
+	checkMembers(t, got.Budgets.PageInfo, []string{"endCursor", "hasNextPage", "e"},
+		map[string]any{"endCursor": info["endCursor"], "hasNextPage": info["hasNextPage"], "e": info["endCursor"]})
+	if string(got.Budgets.PageInfo) != string(resolved.Budgets.PageInfo) {
+		t.Errorf("pageInfo %s, then %s", got.Budgets.PageInfo, resolved.Budgets.PageInfo)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

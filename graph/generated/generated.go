@@ -8933,13 +8933,9 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, anomalyImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "anomalyId", "service", "startDate", "endDate", "scoreCurrent", "scoreMax", "impactMax", "impactTotal", "impactPct", "impactActualSpend", "impactExpectedSpend", "dimensionValue", "detectionSource", "detectionSourceRaw":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsAnomaly(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -8980,6 +8976,20 @@ func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.Selecti
 		}
 	}
 	return newLeafListOut(fields, v, "Anomaly", leafAnomaly), true
+}
+
+// laterFieldsAnomaly is the fields sel asks of a Anomaly,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsAnomaly(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, anomalyImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "anomalyId", "service", "startDate", "endDate", "scoreCurrent", "scoreMax", "impactMax", "impactTotal", "impactPct", "impactActualSpend", "impactExpectedSpend", "dimensionValue", "detectionSource", "detectionSourceRaw":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafAnomaly appends the later leaf named field of obj to b.
@@ -9041,6 +9051,10 @@ func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.Sele
 				out.Invalids++
 			}
 		case "pageInfo":
+			if m, ok := ec.leafObjectPageInfo(field.Selections, obj.PageInfo, true); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._AnomalyConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -9121,6 +9135,16 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsAnomalyEdge(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "AnomalyEdge", leafAnomalyEdge), true
+}
+
+// laterFieldsAnomalyEdge is the fields sel asks of a AnomalyEdge,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsAnomalyEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, anomalyEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9129,7 +9153,7 @@ func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.Sel
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "AnomalyEdge", leafAnomalyEdge), true
+	return fields, true
 }
 
 // leafAnomalyEdge appends the later leaf named field of obj to b.
@@ -9251,11 +9275,19 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 		case "updatedAt":
 			out.Values[i] = laterLeaf{}
 		case "explorerReport":
+			if m, ok := ec.leafObjectExplorerReport(field.Selections, obj.ExplorerReport, false); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._Budget_explorerReport(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "creator":
+			if m, ok := ec.leafObjectUser(field.Selections, obj.Creator, false); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._Budget_creator(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
@@ -9465,6 +9497,16 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsBudget(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "Budget", leafBudget), true
+}
+
+// laterFieldsBudget is the fields sel asks of a Budget,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsBudget(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, budgetImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9473,7 +9515,25 @@ func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.Selectio
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "Budget", leafBudget), true
+	return fields, true
+}
+
+// leafObjectBudget answers v, a Budget held by a member
+// of its parent's record, with one leafObjectOut, which writes it from v
+// when the answer is written, if the selection asks only for later leaves
+// (and __typename); ok is false otherwise, and the field is resolved as
+// any other. A nil v is null, unless the field is not nullable: then it is
+// left to be resolved, which reports the error at the field's path. The
+// type's later leaves check nothing, so writing v cannot fail.
+func (ec *executionContext) leafObjectBudget(sel ast.SelectionSet, v *upstream.Budget, nonNull bool) (graphql.Marshaler, bool) {
+	if v == nil {
+		return graphql.Null, !nonNull
+	}
+	fields, ok := ec.laterFieldsBudget(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafObjectOut(fields, v, "Budget", leafBudget), true
 }
 
 // leafBudget appends the later leaf named field of obj to b.
@@ -9584,13 +9644,9 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.SelectionSet, v []model.BudgetActuals) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, budgetActualsImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "total":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsBudgetActuals(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -9607,6 +9663,20 @@ func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.S
 		}
 	}
 	return newLeafListOut(fields, v, "BudgetActuals", leafBudgetActuals), true
+}
+
+// laterFieldsBudgetActuals is the fields sel asks of a BudgetActuals,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsBudgetActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, budgetActualsImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "total":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafBudgetActuals appends the later leaf named field of obj to b.
@@ -9642,6 +9712,10 @@ func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.Selec
 				out.Invalids++
 			}
 		case "pageInfo":
+			if m, ok := ec.leafObjectPageInfo(field.Selections, obj.PageInfo, true); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._BudgetConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -9685,6 +9759,10 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 		case "cursor":
 			out.Values[i] = laterLeaf{}
 		case "node":
+			if m, ok := ec.leafObjectBudget(field.Selections, obj.Node, true); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._BudgetEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -9722,6 +9800,16 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsBudgetEdge(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "BudgetEdge", leafBudgetEdge), true
+}
+
+// laterFieldsBudgetEdge is the fields sel asks of a BudgetEdge,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsBudgetEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, budgetEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9730,7 +9818,7 @@ func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.Sele
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "BudgetEdge", leafBudgetEdge), true
+	return fields, true
 }
 
 // leafBudgetEdge appends the later leaf named field of obj to b.
@@ -9838,13 +9926,9 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, budgetMetricsImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "totalTarget", "totalActual", "variance":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsBudgetMetrics(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -9869,6 +9953,20 @@ func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.S
 		}
 	}
 	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics), true
+}
+
+// laterFieldsBudgetMetrics is the fields sel asks of a BudgetMetrics,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsBudgetMetrics(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, budgetMetricsImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "totalTarget", "totalActual", "variance":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafBudgetMetrics appends the later leaf named field of obj to b.
@@ -9899,6 +9997,10 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 		case "__typename":
 			out.Values[i] = createBudgetPayloadTypename
 		case "budget":
+			if m, ok := ec.leafObjectBudget(field.Selections, obj.Budget, false); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._CreateBudgetPayload_budget(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -9943,6 +10045,16 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.CreateBudgetPayload) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsCreateBudgetPayload(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
+}
+
+// laterFieldsCreateBudgetPayload is the fields sel asks of a CreateBudgetPayload,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsCreateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9951,7 +10063,7 @@ func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
+	return fields, true
 }
 
 // leafCreateBudgetPayload appends the later leaf named field of obj to b.
@@ -10021,6 +10133,16 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.DeleteBudgetPayload) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsDeleteBudgetPayload(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
+}
+
+// laterFieldsDeleteBudgetPayload is the fields sel asks of a DeleteBudgetPayload,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsDeleteBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10029,7 +10151,7 @@ func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
+	return fields, true
 }
 
 // leafDeleteBudgetPayload appends the later leaf named field of obj to b.
@@ -10100,13 +10222,9 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, dimensionValueImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "value", "cost":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsDimensionValue(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -10123,6 +10241,20 @@ func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.
 		}
 	}
 	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue), true
+}
+
+// laterFieldsDimensionValue is the fields sel asks of a DimensionValue,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsDimensionValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, dimensionValueImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "value", "cost":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafDimensionValue appends the later leaf named field of obj to b.
@@ -10197,6 +10329,16 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValues) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsDimensionValues(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "DimensionValues", leafDimensionValues), true
+}
+
+// laterFieldsDimensionValues is the fields sel asks of a DimensionValues,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsDimensionValues(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, dimensionValuesImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10205,7 +10347,7 @@ func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "DimensionValues", leafDimensionValues), true
+	return fields, true
 }
 
 // leafDimensionValues appends the later leaf named field of obj to b.
@@ -10523,6 +10665,16 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHeatmap) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsExplorerHeatmap(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "ExplorerHeatmap", leafExplorerHeatmap), true
+}
+
+// laterFieldsExplorerHeatmap is the fields sel asks of a ExplorerHeatmap,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsExplorerHeatmap(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, explorerHeatmapImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10531,7 +10683,7 @@ func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "ExplorerHeatmap", leafExplorerHeatmap), true
+	return fields, true
 }
 
 // leafExplorerHeatmap appends the later leaf named field of obj to b.
@@ -10654,6 +10806,16 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHistory) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsExplorerHistory(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "ExplorerHistory", leafExplorerHistory), true
+}
+
+// laterFieldsExplorerHistory is the fields sel asks of a ExplorerHistory,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsExplorerHistory(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, explorerHistoryImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10662,7 +10824,7 @@ func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "ExplorerHistory", leafExplorerHistory), true
+	return fields, true
 }
 
 // leafExplorerHistory appends the later leaf named field of obj to b.
@@ -10736,13 +10898,9 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "currentTotal", "previousTotal", "changePercent", "servedFromCache":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsExplorerPreviousPeriod(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -10767,6 +10925,20 @@ func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, 
 		}
 	}
 	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
+}
+
+// laterFieldsExplorerPreviousPeriod is the fields sel asks of a ExplorerPreviousPeriod,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsExplorerPreviousPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "currentTotal", "previousTotal", "changePercent", "servedFromCache":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafExplorerPreviousPeriod appends the later leaf named field of obj to b.
@@ -10872,6 +11044,16 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerReport) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsExplorerReport(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "ExplorerReport", leafExplorerReport), true
+}
+
+// laterFieldsExplorerReport is the fields sel asks of a ExplorerReport,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsExplorerReport(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, explorerReportImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10880,7 +11062,25 @@ func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "ExplorerReport", leafExplorerReport), true
+	return fields, true
+}
+
+// leafObjectExplorerReport answers v, a ExplorerReport held by a member
+// of its parent's record, with one leafObjectOut, which writes it from v
+// when the answer is written, if the selection asks only for later leaves
+// (and __typename); ok is false otherwise, and the field is resolved as
+// any other. A nil v is null, unless the field is not nullable: then it is
+// left to be resolved, which reports the error at the field's path. The
+// type's later leaves check nothing, so writing v cannot fail.
+func (ec *executionContext) leafObjectExplorerReport(sel ast.SelectionSet, v *upstream.ExplorerReport, nonNull bool) (graphql.Marshaler, bool) {
+	if v == nil {
+		return graphql.Null, !nonNull
+	}
+	fields, ok := ec.laterFieldsExplorerReport(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafObjectOut(fields, v, "ExplorerReport", leafExplorerReport), true
 }
 
 // leafExplorerReport appends the later leaf named field of obj to b.
@@ -10948,6 +11148,16 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerSummary) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsExplorerSummary(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "ExplorerSummary", leafExplorerSummary), true
+}
+
+// laterFieldsExplorerSummary is the fields sel asks of a ExplorerSummary,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsExplorerSummary(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, explorerSummaryImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10956,7 +11166,7 @@ func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "ExplorerSummary", leafExplorerSummary), true
+	return fields, true
 }
 
 // leafExplorerSummary appends the later leaf named field of obj to b.
@@ -11022,13 +11232,9 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, heatmapRowImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "dimension", "day", "cost":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsHeatmapRow(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -11045,6 +11251,20 @@ func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.Sele
 		}
 	}
 	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow), true
+}
+
+// laterFieldsHeatmapRow is the fields sel asks of a HeatmapRow,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsHeatmapRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, heatmapRowImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "dimension", "day", "cost":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafHeatmapRow appends the later leaf named field of obj to b.
@@ -11119,13 +11339,9 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, historyCostRowImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "group", "date", "cost":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsHistoryCostRow(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -11142,6 +11358,20 @@ func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.
 		}
 	}
 	return newLeafListOut(fields, v, "HistoryCostRow", leafHistoryCostRow), true
+}
+
+// laterFieldsHistoryCostRow is the fields sel asks of a HistoryCostRow,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsHistoryCostRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, historyCostRowImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "group", "date", "cost":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafHistoryCostRow appends the later leaf named field of obj to b.
@@ -11214,13 +11444,9 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, lookbackPeriodImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "periodKey", "actual", "projected":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsLookbackPeriod(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -11243,6 +11469,20 @@ func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.
 		}
 	}
 	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod), true
+}
+
+// laterFieldsLookbackPeriod is the fields sel asks of a LookbackPeriod,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsLookbackPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, lookbackPeriodImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "periodKey", "actual", "projected":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafLookbackPeriod appends the later leaf named field of obj to b.
@@ -11381,6 +11621,16 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsPageInfo(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "PageInfo", leafPageInfo), true
+}
+
+// laterFieldsPageInfo is the fields sel asks of a PageInfo,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsPageInfo(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, pageInfoImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11389,7 +11639,25 @@ func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.Select
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "PageInfo", leafPageInfo), true
+	return fields, true
+}
+
+// leafObjectPageInfo answers v, a PageInfo held by a member
+// of its parent's record, with one leafObjectOut, which writes it from v
+// when the answer is written, if the selection asks only for later leaves
+// (and __typename); ok is false otherwise, and the field is resolved as
+// any other. A nil v is null, unless the field is not nullable: then it is
+// left to be resolved, which reports the error at the field's path. The
+// type's later leaves check nothing, so writing v cannot fail.
+func (ec *executionContext) leafObjectPageInfo(sel ast.SelectionSet, v *model.PageInfo, nonNull bool) (graphql.Marshaler, bool) {
+	if v == nil {
+		return graphql.Null, !nonNull
+	}
+	fields, ok := ec.laterFieldsPageInfo(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafObjectOut(fields, v, "PageInfo", leafPageInfo), true
 }
 
 // leafPageInfo appends the later leaf named field of obj to b.
@@ -11465,13 +11733,9 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, periodAmountImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "period", "amount":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsPeriodAmount(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -11488,6 +11752,20 @@ func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.Se
 		}
 	}
 	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount), true
+}
+
+// laterFieldsPeriodAmount is the fields sel asks of a PeriodAmount,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsPeriodAmount(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, periodAmountImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "period", "amount":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafPeriodAmount appends the later leaf named field of obj to b.
@@ -11736,13 +12014,9 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, planningImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "upstreamId", "budgetId", "dimension1", "dimension2", "previousMonth", "avgLookback", "percentGrowth", "percentSpend", "targetType", "targetTypeRaw", "createdAt":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsPlanning(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -11773,6 +12047,20 @@ func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.Select
 		}
 	}
 	return newLeafListOut(fields, v, "Planning", leafPlanning), true
+}
+
+// laterFieldsPlanning is the fields sel asks of a Planning,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsPlanning(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, planningImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "upstreamId", "budgetId", "dimension1", "dimension2", "previousMonth", "avgLookback", "percentGrowth", "percentSpend", "targetType", "targetTypeRaw", "createdAt":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafPlanning appends the later leaf named field of obj to b.
@@ -11861,6 +12149,16 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsPlanningActuals(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "PlanningActuals", leafPlanningActuals), true
+}
+
+// laterFieldsPlanningActuals is the fields sel asks of a PlanningActuals,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsPlanningActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, planningActualsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11869,7 +12167,7 @@ func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "PlanningActuals", leafPlanningActuals), true
+	return fields, true
 }
 
 // leafPlanningActuals appends the later leaf named field of obj to b.
@@ -12232,6 +12530,16 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsQueryCost(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "QueryCost", leafQueryCost), true
+}
+
+// laterFieldsQueryCost is the fields sel asks of a QueryCost,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsQueryCost(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, queryCostImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12240,7 +12548,7 @@ func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.Selec
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "QueryCost", leafQueryCost), true
+	return fields, true
 }
 
 // leafQueryCost appends the later leaf named field of obj to b.
@@ -12399,13 +12707,9 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, recommendationImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "recommendationId", "recommendationName", "estimatedMonthlySavings", "implementationEffort", "implementationEffortRaw", "category", "actionType", "accountName", "region", "resourceId":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsRecommendation(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -12422,6 +12726,20 @@ func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.
 		}
 	}
 	return newLeafListOut(fields, v, "Recommendation", leafRecommendation), true
+}
+
+// laterFieldsRecommendation is the fields sel asks of a Recommendation,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsRecommendation(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, recommendationImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "recommendationId", "recommendationName", "estimatedMonthlySavings", "implementationEffort", "implementationEffortRaw", "category", "actionType", "accountName", "region", "resourceId":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafRecommendation appends the later leaf named field of obj to b.
@@ -12475,6 +12793,10 @@ func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel a
 				out.Invalids++
 			}
 		case "pageInfo":
+			if m, ok := ec.leafObjectPageInfo(field.Selections, obj.PageInfo, true); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._RecommendationConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -12555,6 +12877,16 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsRecommendationEdge(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "RecommendationEdge", leafRecommendationEdge), true
+}
+
+// laterFieldsRecommendationEdge is the fields sel asks of a RecommendationEdge,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsRecommendationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, recommendationEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12563,7 +12895,7 @@ func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel 
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "RecommendationEdge", leafRecommendationEdge), true
+	return fields, true
 }
 
 // leafRecommendationEdge appends the later leaf named field of obj to b.
@@ -12703,6 +13035,16 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotification(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsScheduledNotification(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
+}
+
+// laterFieldsScheduledNotification is the fields sel asks of a ScheduledNotification,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsScheduledNotification(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, scheduledNotificationImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12711,7 +13053,25 @@ func (ec *executionContext) leafListScheduledNotification(ctx context.Context, s
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
+	return fields, true
+}
+
+// leafObjectScheduledNotification answers v, a ScheduledNotification held by a member
+// of its parent's record, with one leafObjectOut, which writes it from v
+// when the answer is written, if the selection asks only for later leaves
+// (and __typename); ok is false otherwise, and the field is resolved as
+// any other. A nil v is null, unless the field is not nullable: then it is
+// left to be resolved, which reports the error at the field's path. The
+// type's later leaves check nothing, so writing v cannot fail.
+func (ec *executionContext) leafObjectScheduledNotification(sel ast.SelectionSet, v *upstream.ScheduledNotification, nonNull bool) (graphql.Marshaler, bool) {
+	if v == nil {
+		return graphql.Null, !nonNull
+	}
+	fields, ok := ec.laterFieldsScheduledNotification(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafObjectOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
 }
 
 // leafScheduledNotification appends the later leaf named field of obj to b.
@@ -12808,6 +13168,10 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 				out.Invalids++
 			}
 		case "pageInfo":
+			if m, ok := ec.leafObjectPageInfo(field.Selections, obj.PageInfo, true); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._ScheduledNotificationConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -12847,6 +13211,16 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationConnection) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsScheduledNotificationConnection(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "ScheduledNotificationConnection", leafScheduledNotificationConnection), true
+}
+
+// laterFieldsScheduledNotificationConnection is the fields sel asks of a ScheduledNotificationConnection,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsScheduledNotificationConnection(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12855,7 +13229,7 @@ func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "ScheduledNotificationConnection", leafScheduledNotificationConnection), true
+	return fields, true
 }
 
 // leafScheduledNotificationConnection appends the later leaf named field of obj to b.
@@ -12884,6 +13258,10 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 		case "cursor":
 			out.Values[i] = laterLeaf{}
 		case "node":
+			if m, ok := ec.leafObjectScheduledNotification(field.Selections, obj.Node, true); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._ScheduledNotificationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -12921,6 +13299,16 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsScheduledNotificationEdge(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "ScheduledNotificationEdge", leafScheduledNotificationEdge), true
+}
+
+// laterFieldsScheduledNotificationEdge is the fields sel asks of a ScheduledNotificationEdge,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsScheduledNotificationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12929,7 +13317,7 @@ func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Contex
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "ScheduledNotificationEdge", leafScheduledNotificationEdge), true
+	return fields, true
 }
 
 // leafScheduledNotificationEdge appends the later leaf named field of obj to b.
@@ -12998,13 +13386,9 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, summaryCardImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "title", "description", "value", "previousValue":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsSummaryCard(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -13025,6 +13409,20 @@ func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.Sel
 		}
 	}
 	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard), true
+}
+
+// laterFieldsSummaryCard is the fields sel asks of a SummaryCard,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsSummaryCard(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, summaryCardImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "title", "description", "value", "previousValue":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafSummaryCard appends the later leaf named field of obj to b.
@@ -13094,13 +13492,9 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (ret graphql.Marshaler, ok bool) {
-	fields := ec.collectFields(sel, targetItemImplementors)
-	for i := range fields {
-		switch fields[i].Name {
-		case "__typename", "dimensionValue", "amount":
-		default:
-			return nil, false
-		}
+	fields, ok := ec.laterFieldsTargetItem(sel)
+	if !ok {
+		return nil, false
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -13117,6 +13511,20 @@ func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.Sele
 		}
 	}
 	return newLeafListOut(fields, v, "TargetItem", leafTargetItem), true
+}
+
+// laterFieldsTargetItem is the fields sel asks of a TargetItem,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsTargetItem(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+	fields := ec.collectFields(sel, targetItemImplementors)
+	for i := range fields {
+		switch fields[i].Name {
+		case "__typename", "dimensionValue", "amount":
+		default:
+			return nil, false
+		}
+	}
+	return fields, true
 }
 
 // leafTargetItem appends the later leaf named field of obj to b.
@@ -13145,6 +13553,10 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 		case "__typename":
 			out.Values[i] = updateBudgetPayloadTypename
 		case "budget":
+			if m, ok := ec.leafObjectBudget(field.Selections, obj.Budget, false); ok {
+				out.Values[i] = m
+				continue
+			}
 			out.Values[i] = ec._UpdateBudgetPayload_budget(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
@@ -13189,6 +13601,16 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.UpdateBudgetPayload) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsUpdateBudgetPayload(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
+}
+
+// laterFieldsUpdateBudgetPayload is the fields sel asks of a UpdateBudgetPayload,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsUpdateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13197,7 +13619,7 @@ func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
+	return fields, true
 }
 
 // leafUpdateBudgetPayload appends the later leaf named field of obj to b.
@@ -13301,6 +13723,16 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionSet, v []upstream.User) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsUser(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "User", leafUser), true
+}
+
+// laterFieldsUser is the fields sel asks of a User,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsUser(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, userImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13309,7 +13741,25 @@ func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionS
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "User", leafUser), true
+	return fields, true
+}
+
+// leafObjectUser answers v, a User held by a member
+// of its parent's record, with one leafObjectOut, which writes it from v
+// when the answer is written, if the selection asks only for later leaves
+// (and __typename); ok is false otherwise, and the field is resolved as
+// any other. A nil v is null, unless the field is not nullable: then it is
+// left to be resolved, which reports the error at the field's path. The
+// type's later leaves check nothing, so writing v cannot fail.
+func (ec *executionContext) leafObjectUser(sel ast.SelectionSet, v *upstream.User, nonNull bool) (graphql.Marshaler, bool) {
+	if v == nil {
+		return graphql.Null, !nonNull
+	}
+	fields, ok := ec.laterFieldsUser(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafObjectOut(fields, v, "User", leafUser), true
 }
 
 // leafUser appends the later leaf named field of obj to b.
@@ -13388,6 +13838,16 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.SelectionSet, v []model.UserError) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFieldsUserError(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "UserError", leafUserError), true
+}
+
+// laterFieldsUserError is the fields sel asks of a UserError,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFieldsUserError(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, userErrorImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13396,7 +13856,7 @@ func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.Selec
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "UserError", leafUserError), true
+	return fields, true
 }
 
 // leafUserError appends the later leaf named field of obj to b.
@@ -13479,6 +13939,16 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFields__Directive(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "__Directive", leaf__Directive), true
+}
+
+// laterFields__Directive is the fields sel asks of a __Directive,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFields__Directive(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, __DirectiveImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13487,7 +13957,7 @@ func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.Sel
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "__Directive", leaf__Directive), true
+	return fields, true
 }
 
 // leaf__Directive appends the later leaf named field of obj to b.
@@ -13565,6 +14035,16 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFields__EnumValue(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "__EnumValue", leaf__EnumValue), true
+}
+
+// laterFields__EnumValue is the fields sel asks of a __EnumValue,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFields__EnumValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, __EnumValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13573,7 +14053,7 @@ func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.Sel
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "__EnumValue", leaf__EnumValue), true
+	return fields, true
 }
 
 // leaf__EnumValue appends the later leaf named field of obj to b.
@@ -13659,6 +14139,16 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.SelectionSet, v []introspection.Field) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFields__Field(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "__Field", leaf__Field), true
+}
+
+// laterFields__Field is the fields sel asks of a __Field,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFields__Field(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, __FieldImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13667,7 +14157,7 @@ func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.Selecti
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "__Field", leaf__Field), true
+	return fields, true
 }
 
 // leaf__Field appends the later leaf named field of obj to b.
@@ -13750,6 +14240,16 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) (ret graphql.Marshaler, ok bool) {
+	fields, ok := ec.laterFields__InputValue(sel)
+	if !ok {
+		return nil, false
+	}
+	return newLeafListOut(fields, v, "__InputValue", leaf__InputValue), true
+}
+
+// laterFields__InputValue is the fields sel asks of a __InputValue,
+// and whether they are all later leaves (or __typename).
+func (ec *executionContext) laterFields__InputValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.collectFields(sel, __InputValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13758,7 +14258,7 @@ func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.Se
 			return nil, false
 		}
 	}
-	return newLeafListOut(fields, v, "__InputValue", leaf__InputValue), true
+	return fields, true
 }
 
 // leaf__InputValue appends the later leaf named field of obj to b.
@@ -14044,6 +14544,64 @@ func (o *objectOut) MarshalGQL(w io.Writer) {
 	_, _ = w.Write(append(b, '}'))
 }
 
+// leafObjectOut is an object whose selection asks only for later leaves
+// (and __typename), written from its record as one element of a
+// leafListOut is.
+type leafObjectOut struct {
+	fields   []graphql.CollectedField
+	written  []int
+	small    [8]int // written, for up to eight fields, in the same allocation
+	obj      any
+	typename string
+	leaf     func(b []byte, field string, obj any) []byte
+}
+
+func newLeafObjectOut(fields []graphql.CollectedField, obj any, typename string, leaf func([]byte, string, any) []byte) *leafObjectOut {
+	l := &leafObjectOut{fields: fields, obj: obj, typename: typename, leaf: leaf}
+	l.written = leafWritten(l.small[:0], fields)
+	return l
+}
+
+// MarshalGQL appends the object into the free space of the executor's
+// buffer and writes it at once.
+func (l *leafObjectOut) MarshalGQL(w io.Writer) {
+	var b []byte
+	if bw, ok := w.(*bytes.Buffer); ok {
+		b = bw.AvailableBuffer()
+	}
+	_, _ = w.Write(appendLeaves(b, l.fields, l.written, l.typename, l.leaf, l.obj))
+}
+
+// leafWritten appends to written the index of each field written: an
+// alias once, its first.
+func leafWritten(written []int, fields []graphql.CollectedField) []int {
+	for i := range fields {
+		if !slices.ContainsFunc(written, func(j int) bool { return fields[j].Alias == fields[i].Alias }) {
+			written = append(written, i)
+		}
+	}
+	return written
+}
+
+// appendLeaves appends the object obj as the fields written ask, each from
+// obj with leaf, __typename as typename.
+func appendLeaves(b []byte, fields []graphql.CollectedField, written []int, typename string, leaf func([]byte, string, any) []byte, obj any) []byte {
+	b = append(b, '{')
+	for k, j := range written {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		f := &fields[j]
+		b = append(append(append(b, '"'), f.Alias...), '"', ':')
+		if f.Name == "__typename" {
+			b = append(append(append(b, '"'), typename...), '"')
+			continue
+		}
+		b = leaf(b, f.Name, obj)
+	}
+	return append(b, '}')
+}
+
 // leafListOut is a list of objects whose selection asks only for later
 // leaves (and __typename), written from the elements themselves: no
 // objectOut, Marshaler or field set per element. It writes each alias once,
@@ -14057,13 +14615,7 @@ type leafListOut[T any] struct {
 }
 
 func newLeafListOut[T any](fields []graphql.CollectedField, items []T, typename string, leaf func([]byte, string, any) []byte) *leafListOut[T] {
-	l := &leafListOut[T]{fields: fields, written: make([]int, 0, len(fields)), items: items, typename: typename, leaf: leaf}
-	for i := range fields {
-		if !slices.ContainsFunc(l.written, func(j int) bool { return fields[j].Alias == fields[i].Alias }) {
-			l.written = append(l.written, i)
-		}
-	}
-	return l
+	return &leafListOut[T]{fields: fields, written: leafWritten(make([]int, 0, len(fields)), fields), items: items, typename: typename, leaf: leaf}
 }
 
 // MarshalGQL appends each element into the free space of the executor's
@@ -14079,20 +14631,7 @@ func (l *leafListOut[T]) MarshalGQL(w io.Writer) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '{')
-		for k, j := range l.written {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			f := &l.fields[j]
-			b = append(append(append(b, '"'), f.Alias...), '"', ':')
-			if f.Name == "__typename" {
-				b = append(append(append(b, '"'), l.typename...), '"')
-				continue
-			}
-			b = l.leaf(b, f.Name, &l.items[i])
-		}
-		b = append(b, '}')
+		b = appendLeaves(b, l.fields, l.written, l.typename, l.leaf, &l.items[i])
 		_, _ = w.Write(b)
 		if bw != nil {
 			b = bw.AvailableBuffer()

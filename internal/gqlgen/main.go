@@ -42,6 +42,10 @@
 //   - A list of values of an object type, whose selection asks only for
 //     later leaves, is one leafListOut, which appends every element from
 //     the element itself: no objectOut, field context or Marshaler each.
+//   - So is an object held by a plain member of its parent's record (a
+//     budget's report or creator, a page's pageInfo), whose selection asks
+//     only for later leaves of a type whose later leaves check nothing: one
+//     leafObjectOut, with no field context, resolution or objectOut.
 package main
 
 import (
@@ -144,6 +148,24 @@ func run() error {
 	for _, o := range data.Objects {
 		objects[o.Name] = o
 	}
+	// leafObject reports whether the field f holds an object that is
+	// written like a later leaf when its selection allows (leafObjects);
+	// heldLeafObjects are the types of such fields, which get the function.
+	leafObject := func(f *codegen.Field) bool {
+		if fieldDirectives || !plainMember(f) || f.TypeReference.IsSlice() {
+			return false
+		}
+		o := objects[f.TypeReference.Definition.Name]
+		return o != nil && leafObjects(o)
+	}
+	heldLeafObjects := map[string]bool{}
+	for _, o := range data.Objects {
+		for _, f := range o.Fields {
+			if leafObject(f) {
+				heldLeafObjects[f.TypeReference.Definition.Name] = true
+			}
+		}
+	}
 	err = templates.Render(templates.Options{
 		PackageName:     cfg.Exec.Package,
 		Filename:        cfg.Exec.Filename,
@@ -166,8 +188,10 @@ func run() error {
 				o := objects[t.Definition.Name]
 				return !fieldDirectives && o != nil && !o.Root && slices.ContainsFunc(o.Fields, laterLeaf)
 			},
-			"laterCheck": laterCheck,
-			"inPlace":    inPlace,
+			"laterCheck":  laterCheck,
+			"inPlace":     inPlace,
+			"leafObjects": func(o *codegen.Object) bool { return heldLeafObjects[o.Name] },
+			"leafObject":  leafObject,
 		},
 	})
 	if err != nil {
@@ -224,12 +248,30 @@ func checkInline(data *codegen.Data) error {
 // member of a non-root object, with no resolver, arguments or directives:
 // marshalling the member is all it takes.
 func plainLeaf(f *codegen.Field) bool {
-	if f.Object.Root || f.Object.Stream || f.IsResolver || !f.IsVariable() || f.HasHaser || f.IsBatch() ||
-		len(f.Args) > 0 || f.HasDirectives() || f.TypeReference == nil || f.TypeReference.Definition == nil {
+	if !plainMember(f) {
 		return false
 	}
 	k := f.TypeReference.Definition.Kind
 	return k == ast.Scalar || k == ast.Enum
+}
+
+// plainMember reports whether f is a member of its object's record, read
+// as it is: no resolver, method, arguments or directives.
+func plainMember(f *codegen.Field) bool {
+	return !f.Object.Root && !f.Object.Stream && !f.IsResolver && f.IsVariable() && !f.HasHaser && !f.IsBatch() &&
+		len(f.Args) == 0 && !f.HasDirectives() && f.TypeReference != nil && f.TypeReference.Definition != nil
+}
+
+// leafObjects reports whether an object of type o, held by a plain member
+// of its parent's record, is written like a later leaf when its selection
+// asks only for later leaves (leafObjectOut): o has later leaves, and none
+// checks its value, whose failure would need the field's context for its
+// error.
+func leafObjects(o *codegen.Object) bool {
+	if o.Root || !slices.ContainsFunc(o.Fields, laterLeaf) {
+		return false
+	}
+	return !slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return laterLeaf(f) && laterCheck(f, "o") != "" })
 }
 
 // leafNeedsPath reports whether marshalling the plain leaf f may report an
