@@ -8824,6 +8824,10 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 				out.Values[i] = graphql.Null
 				continue
 			}
+			if v, err := ec.Resolvers.Anomaly().ID(ctx, obj); err == nil {
+				out.Values[i] = ec.marshalNID2string(ctx, field.Selections, v)
+				continue
+			}
 			out.Values[i] = ec._Anomaly_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
@@ -9210,6 +9214,10 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					view.AddIndices(fieldIndex)
 				}
 				out.Values[i] = graphql.Null
+				continue
+			}
+			if v, err := ec.Resolvers.Budget().ID(ctx, obj); err == nil {
+				out.Values[i] = ec.marshalNID2string(ctx, field.Selections, v)
 				continue
 			}
 			out.Values[i] = ec._Budget_id(ctx, field, obj)
@@ -11003,6 +11011,10 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 				out.Values[i] = graphql.Null
 				continue
 			}
+			if v, err := ec.Resolvers.ExplorerReport().ID(ctx, obj); err == nil {
+				out.Values[i] = ec.marshalNID2string(ctx, field.Selections, v)
+				continue
+			}
 			out.Values[i] = ec._ExplorerReport_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
@@ -11826,6 +11838,10 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				out.Values[i] = graphql.Null
 				continue
 			}
+			if v, err := ec.Resolvers.Planning().ID(ctx, obj); err == nil {
+				out.Values[i] = ec.marshalNID2string(ctx, field.Selections, v)
+				continue
+			}
 			out.Values[i] = ec._Planning_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
@@ -12612,6 +12628,10 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 				out.Values[i] = graphql.Null
 				continue
 			}
+			if v, err := ec.Resolvers.Recommendation().ID(ctx, obj); err == nil {
+				out.Values[i] = ec.marshalNID2string(ctx, field.Selections, v)
+				continue
+			}
 			out.Values[i] = ec._Recommendation_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
@@ -12952,6 +12972,10 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 					view.AddIndices(fieldIndex)
 				}
 				out.Values[i] = graphql.Null
+				continue
+			}
+			if v, err := ec.Resolvers.ScheduledNotification().ID(ctx, obj); err == nil {
+				out.Values[i] = ec.marshalNID2string(ctx, field.Selections, v)
 				continue
 			}
 			out.Values[i] = ec._ScheduledNotification_id(ctx, field, obj)
@@ -13676,6 +13700,10 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					view.AddIndices(fieldIndex)
 				}
 				out.Values[i] = graphql.Null
+				continue
+			}
+			if v, err := ec.Resolvers.User().ID(ctx, obj); err == nil {
+				out.Values[i] = ec.marshalNID2string(ctx, field.Selections, v)
 				continue
 			}
 			out.Values[i] = ec._User_id(ctx, field, obj)

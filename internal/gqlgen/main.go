@@ -46,6 +46,10 @@
 //     budget's report or creator, a page's pageInfo), whose selection asks
 //     only for later leaves of a type whose later leaves check nothing: one
 //     leafObjectOut, with no field context, resolution or objectOut.
+//   - An inline resolver of a scalar whose marshalling cannot fail (the
+//     global ids) is called on the object's goroutine and its answer
+//     marshalled with no field context; only an error makes the field
+//     resolve the usual way, which reports it at the field's path.
 package main
 
 import (
@@ -192,6 +196,9 @@ func run() error {
 			"inPlace":     inPlace,
 			"leafObjects": func(o *codegen.Object) bool { return heldLeafObjects[o.Name] },
 			"leafObject":  leafObject,
+			"quickResolver": func(f *codegen.Field) bool {
+				return !fieldDirectives && quickResolver(f)
+			},
 		},
 	})
 	if err != nil {
@@ -260,6 +267,22 @@ func plainLeaf(f *codegen.Field) bool {
 func plainMember(f *codegen.Field) bool {
 	return !f.Object.Root && !f.Object.Stream && !f.IsResolver && f.IsVariable() && !f.HasHaser && !f.IsBatch() &&
 		len(f.Args) == 0 && !f.HasDirectives() && f.TypeReference != nil && f.TypeReference.Definition != nil
+}
+
+// quickResolver reports whether f, one of inlineResolvers, is marshalled
+// from its resolver's answer with no field context: a scalar or enum with no
+// arguments or directives, whose marshaling cannot fail. The field context
+// is made only when the resolver returns an error, by resolving the field
+// again the usual way, which reports the error at the field's path; an
+// inline resolver computes from the object alone, so it answers the same.
+// It must not read the field context (graphql.GetFieldContext).
+func quickResolver(f *codegen.Field) bool {
+	if !inlineResolvers[f.Object.Name+"."+f.Name] || f.Object.Root || len(f.Args) > 0 || f.HasDirectives() ||
+		f.IsBatch() || f.TypeReference == nil || f.TypeReference.Definition == nil {
+		return false
+	}
+	k := f.TypeReference.Definition.Kind
+	return (k == ast.Scalar || k == ast.Enum) && !leafNeedsPath(f)
 }
 
 // leafObjects reports whether an object of type o, held by a plain member
