@@ -170,6 +170,9 @@ func run() error {
 			}
 		}
 	}
+	laterLeaves := func(o *codegen.Object) bool {
+		return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
+	}
 	err = templates.Render(templates.Options{
 		PackageName:     cfg.Exec.Package,
 		Filename:        cfg.Exec.Filename,
@@ -184,13 +187,11 @@ func run() error {
 			"leafNeedsPath":  leafNeedsPath,
 			"inlineResolver": func(f *codegen.Field) bool { return inlineResolvers[f.Object.Name+"."+f.Name] },
 			"laterLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && laterLeaf(f) },
-			"laterLeaves": func(o *codegen.Object) bool {
-				return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
-			},
-			"laterAppend": laterAppend,
+			"laterLeaves":    laterLeaves,
+			"laterAppend":    laterAppend,
 			"someLaterLeaves": func(t *config.TypeReference) bool {
 				o := objects[t.Definition.Name]
-				return !fieldDirectives && o != nil && !o.Root && slices.ContainsFunc(o.Fields, laterLeaf)
+				return o != nil && !o.Root && laterLeaves(o)
 			},
 			"laterCheck":  laterCheck,
 			"inPlace":     inPlace,
