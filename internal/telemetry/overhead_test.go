@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -186,5 +187,89 @@ func TestInject(t *testing.T) {
 				t.Errorf("traceparent %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// The server span of a sampled request follows the HTTP semantic
+// conventions: named by method and path, the request's attributes, the
+// status the handler answered, an error only for a 5xx; the handler can
+// still flush through it; an untraced path gets no span.
+func TestServerSpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := TracingTo(exp, sdktrace.AlwaysSample())
+	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !trace.SpanFromContext(r.Context()).IsRecording() && r.URL.Path != "/healthz" {
+			t.Errorf("%s: the handler's context has no recording span", r.URL.Path)
+		}
+		switch r.URL.Path {
+		case "/fail":
+			w.WriteHeader(http.StatusBadGateway)
+		case "/missing":
+			http.NotFound(w, r)
+		default:
+			_ = http.NewResponseController(w).Flush()
+			_, _ = w.Write([]byte("{}"))
+		}
+	}), "/healthz")
+	for _, c := range []struct {
+		method, path, name string
+		status             int
+		method2            string // http.request.method_original
+	}{
+		{http.MethodPost, "/graphql", "POST /graphql", http.StatusOK, ""},
+		{http.MethodGet, "/fail", "GET /fail", http.StatusBadGateway, ""},
+		{http.MethodGet, "/missing", "GET /missing", http.StatusNotFound, ""},
+		{"BREW", "/graphql", "HTTP /graphql", http.StatusOK, "BREW"},
+		{http.MethodGet, "/healthz", "", http.StatusOK, ""},
+	} {
+		exp.Reset()
+		r := httptest.NewRequest(c.method, "http://gw.test:8080"+c.path, nil)
+		r.Header.Set("User-Agent", "probe/1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		spans := exp.GetSpans()
+		if c.name == "" {
+			if len(spans) != 0 {
+				t.Errorf("%s: %d spans for an untraced path", c.path, len(spans))
+			}
+			continue
+		}
+		if len(spans) != 1 {
+			t.Fatalf("%s %s: %d spans", c.method, c.path, len(spans))
+		}
+		s := spans[0]
+		if s.Name != c.name || s.SpanKind != trace.SpanKindServer {
+			t.Errorf("span %q of kind %v, want %q, server", s.Name, s.SpanKind, c.name)
+		}
+		a := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes {
+			a[kv.Key] = kv.Value
+		}
+		wantMethod := c.method
+		if c.method2 != "" {
+			wantMethod = "_OTHER"
+		}
+		for k, want := range map[attribute.Key]string{
+			"http.request.method": wantMethod, "http.request.method_original": c.method2,
+			"url.path": c.path, "url.scheme": "http", "server.address": "gw.test",
+			"client.address": "192.0.2.1", "user_agent.original": "probe/1", "network.protocol.version": "1.1",
+		} {
+			if got := a[k].AsString(); got != want {
+				t.Errorf("%s %s: %s = %q, want %q", c.method, c.path, k, got, want)
+			}
+		}
+		if got := a["server.port"].AsInt64(); got != 8080 {
+			t.Errorf("%s: server.port %d", c.path, got)
+		}
+		if got := a["http.response.status_code"].AsInt64(); got != int64(c.status) {
+			t.Errorf("%s: status code %d, want %d", c.path, got, c.status)
+		}
+		failed := c.status >= 500
+		if (s.Status.Code == codes.Error) != failed || (a["error.type"].AsString() != "") != failed {
+			t.Errorf("%s: status %v, error.type %q for an answer %d", c.path, s.Status.Code, a["error.type"].AsString(), c.status)
+		}
+		if c.status == http.StatusOK && !w.Flushed {
+			t.Errorf("%s: the handler's flush did not reach the writer", c.path)
+		}
 	}
 }
