@@ -8936,17 +8936,23 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsAnomaly(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterAnomaly(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "Anomaly", leafAnomaly), true
+}
+
+// checkLaterAnomaly checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterAnomaly(fields []graphql.CollectedField, v []upstream.Anomaly) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "scoreCurrent":
@@ -8979,7 +8985,7 @@ func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.Selecti
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "Anomaly", leafAnomaly), true
+	return nil
 }
 
 // laterFieldsAnomaly is the fields sel asks of a Anomaly,
@@ -9138,7 +9144,7 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsAnomalyEdge(sel)
 	if !ok {
 		return nil, false
@@ -9504,7 +9510,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsBudget(sel)
 	if !ok {
 		return nil, false
@@ -9651,17 +9657,23 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.SelectionSet, v []model.BudgetActuals) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.SelectionSet, v []model.BudgetActuals) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsBudgetActuals(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterBudgetActuals(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "BudgetActuals", leafBudgetActuals), true
+}
+
+// checkLaterBudgetActuals checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterBudgetActuals(fields []graphql.CollectedField, v []model.BudgetActuals) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "total":
@@ -9670,7 +9682,7 @@ func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.S
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "BudgetActuals", leafBudgetActuals), true
+	return nil
 }
 
 // laterFieldsBudgetActuals is the fields sel asks of a BudgetActuals,
@@ -9807,7 +9819,7 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsBudgetEdge(sel)
 	if !ok {
 		return nil, false
@@ -9933,17 +9945,23 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsBudgetMetrics(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterBudgetMetrics(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics), true
+}
+
+// checkLaterBudgetMetrics checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterBudgetMetrics(fields []graphql.CollectedField, v []upstream.BudgetMetrics) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "totalTarget":
@@ -9960,7 +9978,7 @@ func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.S
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics), true
+	return nil
 }
 
 // laterFieldsBudgetMetrics is the fields sel asks of a BudgetMetrics,
@@ -10052,7 +10070,7 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.CreateBudgetPayload) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.CreateBudgetPayload) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsCreateBudgetPayload(sel)
 	if !ok {
 		return nil, false
@@ -10140,7 +10158,7 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.DeleteBudgetPayload) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.DeleteBudgetPayload) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsDeleteBudgetPayload(sel)
 	if !ok {
 		return nil, false
@@ -10229,17 +10247,23 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsDimensionValue(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterDimensionValue(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue), true
+}
+
+// checkLaterDimensionValue checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterDimensionValue(fields []graphql.CollectedField, v []upstream.DimensionValue) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "cost":
@@ -10248,7 +10272,7 @@ func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue), true
+	return nil
 }
 
 // laterFieldsDimensionValue is the fields sel asks of a DimensionValue,
@@ -10336,7 +10360,7 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValues) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValues) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsDimensionValues(sel)
 	if !ok {
 		return nil, false
@@ -10672,7 +10696,7 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHeatmap) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHeatmap) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsExplorerHeatmap(sel)
 	if !ok {
 		return nil, false
@@ -10813,7 +10837,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHistory) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHistory) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsExplorerHistory(sel)
 	if !ok {
 		return nil, false
@@ -10905,17 +10929,23 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsExplorerPreviousPeriod(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterExplorerPreviousPeriod(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
+}
+
+// checkLaterExplorerPreviousPeriod checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterExplorerPreviousPeriod(fields []graphql.CollectedField, v []upstream.ExplorerPreviousPeriod) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "currentTotal":
@@ -10932,7 +10962,7 @@ func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, 
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
+	return nil
 }
 
 // laterFieldsExplorerPreviousPeriod is the fields sel asks of a ExplorerPreviousPeriod,
@@ -11055,7 +11085,7 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerReport) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerReport) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsExplorerReport(sel)
 	if !ok {
 		return nil, false
@@ -11159,7 +11189,7 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerSummary) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerSummary) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsExplorerSummary(sel)
 	if !ok {
 		return nil, false
@@ -11243,17 +11273,23 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsHeatmapRow(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterHeatmapRow(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow), true
+}
+
+// checkLaterHeatmapRow checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterHeatmapRow(fields []graphql.CollectedField, v []upstream.HeatmapRow) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "cost":
@@ -11262,7 +11298,7 @@ func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.Sele
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow), true
+	return nil
 }
 
 // laterFieldsHeatmapRow is the fields sel asks of a HeatmapRow,
@@ -11350,17 +11386,23 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsHistoryCostRow(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterHistoryCostRow(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "HistoryCostRow", leafHistoryCostRow), true
+}
+
+// checkLaterHistoryCostRow checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterHistoryCostRow(fields []graphql.CollectedField, v []model.HistoryCostRow) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "cost":
@@ -11369,7 +11411,7 @@ func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "HistoryCostRow", leafHistoryCostRow), true
+	return nil
 }
 
 // laterFieldsHistoryCostRow is the fields sel asks of a HistoryCostRow,
@@ -11455,17 +11497,23 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsLookbackPeriod(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterLookbackPeriod(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod), true
+}
+
+// checkLaterLookbackPeriod checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterLookbackPeriod(fields []graphql.CollectedField, v []upstream.LookbackPeriod) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "actual":
@@ -11480,7 +11528,7 @@ func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod), true
+	return nil
 }
 
 // laterFieldsLookbackPeriod is the fields sel asks of a LookbackPeriod,
@@ -11632,7 +11680,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsPageInfo(sel)
 	if !ok {
 		return nil, false
@@ -11744,17 +11792,23 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsPeriodAmount(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterPeriodAmount(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount), true
+}
+
+// checkLaterPeriodAmount checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterPeriodAmount(fields []graphql.CollectedField, v []model.PeriodAmount) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "amount":
@@ -11763,7 +11817,7 @@ func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.Se
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount), true
+	return nil
 }
 
 // laterFieldsPeriodAmount is the fields sel asks of a PeriodAmount,
@@ -11944,6 +11998,12 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				out.Values[i] = graphql.Null
 				continue
 			}
+			if fields, ok := ec.laterFieldsTargetItem(field.Selections); ok {
+				if v, err := ec.Resolvers.Planning().TargetItems(ctx, obj); err == nil && checkLaterTargetItem(fields, v) == nil {
+					out.Values[i] = newLeafListOut(fields, v, "TargetItem", leafTargetItem)
+					continue
+				}
+			}
 			out.Values[i] = ec._Planning_targetItems(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
@@ -12029,17 +12089,23 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsPlanning(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterPlanning(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "Planning", leafPlanning), true
+}
+
+// checkLaterPlanning checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterPlanning(fields []graphql.CollectedField, v []upstream.Planning) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "previousMonth":
@@ -12062,7 +12128,7 @@ func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.Select
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "Planning", leafPlanning), true
+	return nil
 }
 
 // laterFieldsPlanning is the fields sel asks of a Planning,
@@ -12164,7 +12230,7 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsPlanningActuals(sel)
 	if !ok {
 		return nil, false
@@ -12545,7 +12611,7 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsQueryCost(sel)
 	if !ok {
 		return nil, false
@@ -12726,17 +12792,23 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsRecommendation(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterRecommendation(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "Recommendation", leafRecommendation), true
+}
+
+// checkLaterRecommendation checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterRecommendation(fields []graphql.CollectedField, v []upstream.Recommendation) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "estimatedMonthlySavings":
@@ -12745,7 +12817,7 @@ func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "Recommendation", leafRecommendation), true
+	return nil
 }
 
 // laterFieldsRecommendation is the fields sel asks of a Recommendation,
@@ -12896,7 +12968,7 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsRecommendationEdge(sel)
 	if !ok {
 		return nil, false
@@ -13058,7 +13130,7 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListScheduledNotification(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListScheduledNotification(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsScheduledNotification(sel)
 	if !ok {
 		return nil, false
@@ -13234,7 +13306,7 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationConnection) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationConnection) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsScheduledNotificationConnection(sel)
 	if !ok {
 		return nil, false
@@ -13322,7 +13394,7 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsScheduledNotificationEdge(sel)
 	if !ok {
 		return nil, false
@@ -13409,17 +13481,23 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsSummaryCard(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterSummaryCard(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard), true
+}
+
+// checkLaterSummaryCard checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterSummaryCard(fields []graphql.CollectedField, v []upstream.SummaryCard) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "value":
@@ -13432,7 +13510,7 @@ func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.Sel
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard), true
+	return nil
 }
 
 // laterFieldsSummaryCard is the fields sel asks of a SummaryCard,
@@ -13515,17 +13593,23 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsTargetItem(sel)
 	if !ok {
 		return nil, false
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			graphql.AddError(ctx, graphql.Recover(ctx, r))
-			ret = graphql.Array(nil)
-		}
-	}()
+	if r := checkLaterTargetItem(fields, v); r != nil {
+		graphql.AddError(ctx, graphql.Recover(ctx, r))
+		return graphql.Array(nil), true
+	}
+	return newLeafListOut(fields, v, "TargetItem", leafTargetItem), true
+}
+
+// checkLaterTargetItem checks the later leaves fields asks of every
+// element of v, as resolving each would, and returns what a failed check
+// panicked with, or nil.
+func checkLaterTargetItem(fields []graphql.CollectedField, v []model.TargetItem) (r any) {
+	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
 		case "amount":
@@ -13534,7 +13618,7 @@ func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.Sele
 			}
 		}
 	}
-	return newLeafListOut(fields, v, "TargetItem", leafTargetItem), true
+	return nil
 }
 
 // laterFieldsTargetItem is the fields sel asks of a TargetItem,
@@ -13624,7 +13708,7 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.UpdateBudgetPayload) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.UpdateBudgetPayload) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsUpdateBudgetPayload(sel)
 	if !ok {
 		return nil, false
@@ -13750,7 +13834,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionSet, v []upstream.User) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionSet, v []upstream.User) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsUser(sel)
 	if !ok {
 		return nil, false
@@ -13865,7 +13949,7 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.SelectionSet, v []model.UserError) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.SelectionSet, v []model.UserError) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFieldsUserError(sel)
 	if !ok {
 		return nil, false
@@ -13966,7 +14050,7 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFields__Directive(sel)
 	if !ok {
 		return nil, false
@@ -14062,7 +14146,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFields__EnumValue(sel)
 	if !ok {
 		return nil, false
@@ -14166,7 +14250,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.SelectionSet, v []introspection.Field) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.SelectionSet, v []introspection.Field) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFields__Field(sel)
 	if !ok {
 		return nil, false
@@ -14267,7 +14351,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 // does a list of objectOuts, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
-func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) (ret graphql.Marshaler, ok bool) {
+func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) (graphql.Marshaler, bool) {
 	fields, ok := ec.laterFields__InputValue(sel)
 	if !ok {
 		return nil, false

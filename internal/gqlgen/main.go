@@ -200,6 +200,17 @@ func run() error {
 			"quickResolver": func(f *codegen.Field) bool {
 				return !fieldDirectives && quickResolver(f)
 			},
+			"laterChecks": func(name string) bool {
+				o := objects[name]
+				return o != nil && slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return laterLeaf(f) && laterCheck(f, "v") != "" })
+			},
+			"quickList": func(f *codegen.Field) bool {
+				if fieldDirectives || !quickList(f) || cfg.Exec.WorkerLimit != 1 {
+					return false
+				}
+				o := objects[f.TypeReference.Elem().Definition.Name]
+				return o != nil && !o.Root && laterLeaves(o)
+			},
 		},
 	})
 	if err != nil {
@@ -284,6 +295,22 @@ func quickResolver(f *codegen.Field) bool {
 	}
 	k := f.TypeReference.Definition.Kind
 	return (k == ast.Scalar || k == ast.Enum) && !leafNeedsPath(f)
+}
+
+// quickList reports whether f, one of inlineResolvers, is written from its
+// resolver's answer with no field context when its selection asks only for
+// later leaves of its elements' type: a non-null list of values (not
+// pointers) of an object type, with no arguments or directives. Only then is
+// the resolver called; an error, or an element whose check fails, makes the
+// field resolve the usual way, which reports it at the field's path. Like a
+// quickResolver it must not read the field context.
+func quickList(f *codegen.Field) bool {
+	if !inlineResolvers[f.Object.Name+"."+f.Name] || f.Object.Root || len(f.Args) > 0 || f.HasDirectives() ||
+		f.IsBatch() || f.TypeReference == nil || !f.TypeReference.IsSlice() || !f.TypeReference.GQL.NonNull {
+		return false
+	}
+	e := f.TypeReference.Elem()
+	return e != nil && !e.IsSlice() && inPlace(e)
 }
 
 // leafObjects reports whether an object of type o, held by a plain member
