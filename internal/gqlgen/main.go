@@ -50,6 +50,9 @@
 //     global ids) is called on the object's goroutine and its answer
 //     marshalled with no field context; only an error makes the field
 //     resolve the usual way, which reports it at the field's path.
+//   - So is an inline resolver of a list of objects (a planning's
+//     targetItems) whose selection asks only for later leaves: one
+//     leafListOut from its answer, the resolver called only then.
 package main
 
 import (
