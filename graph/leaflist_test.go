@@ -270,6 +270,64 @@ func TestLeafObjectsFollowTheSelection(t *testing.T) {
 	}
 }
 
+// A list written from its resolver's answer without a field context (a
+// planning row's actuals, which load) still reports a failure at its own
+// path: when the budget's actuals fail, every row's actuals is null with an
+// error at the row's path, the rows' other fields answer, and the failed
+// call is made once.
+func TestQuickListsReportErrorsAtTheirPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, noRetry)
+	f := loadFixture(t, e)
+	failOn(e, http.MethodGet, "/v1/budgets/"+f.budgetID+"/actuals", func() *http.Response {
+		return answer(http.StatusServiceUnavailable, `{"error":{"code":"service_unavailable","message":"down","request_id":"req-1"}}`)
+	})
+	e.calls.take()
+	r := e.query(t, sim.DemoKey, `query($id: ID!) { budget(id: $id) { plannings { id actuals { period amount } } } }`,
+		map[string]any{"id": f.budgetGID})
+	var got struct {
+		Budget struct {
+			Plannings []struct {
+				ID      string
+				Actuals json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal(r.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	rows := got.Budget.Plannings
+	if len(rows) == 0 || len(r.Errors) != len(rows) {
+		t.Fatalf("%d rows, %d errors: %+v", len(rows), len(r.Errors), r.Errors)
+	}
+	for i, row := range rows {
+		if row.ID == "" || string(row.Actuals) != "null" {
+			t.Errorf("row %d: id %q, actuals %s", i, row.ID, row.Actuals)
+		}
+	}
+	at := map[string]bool{}
+	for _, ge := range r.Errors {
+		if ge.Extensions["code"] != "UPSTREAM_UNAVAILABLE" {
+			t.Errorf("error %+v", ge)
+		}
+		at[string(must(json.Marshal(ge.Path)))] = true
+	}
+	for i := range rows {
+		if p := string(must(json.Marshal([]any{"budget", "plannings", i, "actuals"}))); !at[p] {
+			t.Errorf("no error at %s: %+v", p, r.Errors)
+		}
+	}
+	n := 0
+	for _, c := range e.calls.take() {
+		if c == "GET /v1/budgets/"+f.budgetID+"/actuals" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the actuals were asked %d times, want once", n)
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

@@ -11998,11 +11998,9 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				out.Values[i] = graphql.Null
 				continue
 			}
-			if fields, ok := ec.laterFieldsTargetItem(field.Selections); ok {
-				if v, err := ec.Resolvers.Planning().TargetItems(ctx, obj); err == nil && checkLaterTargetItem(fields, v) == nil {
-					out.Values[i] = newLeafListOut(fields, v, "TargetItem", leafTargetItem)
-					continue
-				}
+			if ret := ec.quick_Planning_targetItems(ctx, field, obj); ret != nil {
+				out.Values[i] = ret
+				continue
 			}
 			out.Values[i] = ec._Planning_targetItems(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12056,7 +12054,12 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				continue
 			}
 
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler {
+				if ret := ec.quick_Planning_actuals(ctx, field, obj); ret != nil {
+					return ret
+				}
+				return innerFunc(ctx, &out.Invalids)
+			})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12078,6 +12081,55 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 	}
 
 	return out
+}
+
+// quick_Planning_targetItems answers the field from its
+// resolver's answer with one leafListOut, with no field context, when the
+// selection asks only for later leaves of a TargetItem; the resolver is
+// called only then. It is nil otherwise, and after an error, a failed check
+// or a panic: the field is then resolved the usual way, which calls the
+// resolver again and reports what it comes to at the field's path.
+func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
+	fields, ok := ec.laterFieldsTargetItem(field.Selections)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			ret = nil
+		}
+	}()
+	v, err := ec.Resolvers.Planning().TargetItems(ctx, obj)
+	if err != nil || checkLaterTargetItem(fields, v) != nil {
+		return nil
+	}
+	return newLeafListOut(fields, v, "TargetItem", leafTargetItem)
+}
+
+// quick_Planning_actuals answers the field from its
+// resolver's answer with one leafListOut, with no field context, when the
+// selection asks only for later leaves of a PeriodAmount; the resolver is
+// called only then. It is nil otherwise, and after an error, a failed check
+// or a panic: the field is then resolved the usual way, which calls the
+// resolver again and reports what it comes to at the field's path.
+func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
+	fields, ok := ec.laterFieldsPeriodAmount(field.Selections)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			ret = nil
+		}
+	}()
+	v, err := ec.Resolvers.Planning().Actuals(ctx, obj)
+	if err != nil || checkLaterPeriodAmount(fields, v) != nil {
+		return nil
+	}
+	if v == nil {
+		return graphql.Null
+	}
+	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount)
 }
 
 // leafListPlanning answers the list v with one leafListOut, which

@@ -98,6 +98,14 @@ var inlineResolvers = map[string]bool{
 	"ScheduledNotification.id": true,
 }
 
+// loadedLists are resolvers of lists of objects that load, and that the
+// executor may call twice: each answers from the request's loaders, which
+// keep what a key came to, error included, so a second call makes no
+// upstream call and answers the same (quickList).
+var loadedLists = map[string]bool{
+	"Planning.actuals": true,
+}
+
 // neverNull are the marshal functions that never return graphql.Null and
 // read no context: a non-null field marshalled by one of them cannot fail,
 // so it needs no field context for an error's path.
@@ -239,29 +247,37 @@ func relative(path string) string {
 	return path
 }
 
-// checkInline fails when inlineResolvers names a field that is not a
-// resolver of the schema, so that the list cannot go stale silently.
+// checkInline fails when inlineResolvers or loadedLists names a field that
+// is not a resolver of the schema, or a loaded list that quickList does not
+// take, so that neither list can go stale silently.
 func checkInline(data *codegen.Data) error {
 	found := map[string]bool{}
 	for _, o := range data.Objects {
 		for _, f := range o.Fields {
-			if key := o.Name + "." + f.Name; inlineResolvers[key] {
-				if !f.IsResolver || len(f.Args) > 0 || f.HasDirectives() || f.IsBatch() {
-					return fmt.Errorf("inlineResolvers: %s is not a resolver without arguments or directives", key)
-				}
-				found[key] = true
+			key := o.Name + "." + f.Name
+			if !inlineResolvers[key] && !loadedLists[key] {
+				continue
 			}
+			if !f.IsResolver || len(f.Args) > 0 || f.HasDirectives() || f.IsBatch() {
+				return fmt.Errorf("%s is not a resolver without arguments or directives", key)
+			}
+			if loadedLists[key] && !quickList(f) {
+				return fmt.Errorf("loadedLists: %s is not a list of objects", key)
+			}
+			found[key] = true
 		}
 	}
 	var missing []string
-	for key := range inlineResolvers {
-		if !found[key] {
-			missing = append(missing, key)
+	for _, names := range []map[string]bool{inlineResolvers, loadedLists} {
+		for key := range names {
+			if !found[key] {
+				missing = append(missing, key)
+			}
 		}
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		return fmt.Errorf("inlineResolvers: no such field: %s", strings.Join(missing, ", "))
+		return fmt.Errorf("no such field: %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -300,16 +316,18 @@ func quickResolver(f *codegen.Field) bool {
 	return (k == ast.Scalar || k == ast.Enum) && !leafNeedsPath(f)
 }
 
-// quickList reports whether f, one of inlineResolvers, is written from its
-// resolver's answer with no field context when its selection asks only for
-// later leaves of its elements' type: a non-null list of values (not
-// pointers) of an object type, with no arguments or directives. Only then is
-// the resolver called; an error, or an element whose check fails, makes the
-// field resolve the usual way, which reports it at the field's path. Like a
+// quickList reports whether f, one of inlineResolvers or loadedLists, is
+// written from its resolver's answer with no field context when its
+// selection asks only for later leaves of its elements' type: a list of
+// values (not pointers) of an object type, with no arguments or
+// directives. Only then is the resolver called; an error, an element whose
+// check fails or a panic makes the field resolve the usual way, which calls
+// the resolver again and reports it at the field's path. Like a
 // quickResolver it must not read the field context.
 func quickList(f *codegen.Field) bool {
-	if !inlineResolvers[f.Object.Name+"."+f.Name] || f.Object.Root || len(f.Args) > 0 || f.HasDirectives() ||
-		f.IsBatch() || f.TypeReference == nil || !f.TypeReference.IsSlice() || !f.TypeReference.GQL.NonNull {
+	key := f.Object.Name + "." + f.Name
+	if !inlineResolvers[key] && !loadedLists[key] || f.Object.Root || len(f.Args) > 0 || f.HasDirectives() ||
+		f.IsBatch() || f.TypeReference == nil || !f.TypeReference.IsSlice() {
 		return false
 	}
 	e := f.TypeReference.Elem()
