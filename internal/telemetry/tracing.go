@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/costgw/gateway/internal/httpx"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -236,9 +237,9 @@ func (t *Tracing) Handler(next http.Handler, untraced ...string) http.Handler {
 		method, attrs := serverAttributes(r)
 		span.SetName(method + " " + r.URL.Path)
 		span.SetAttributes(attrs...)
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		status := sw.status
+		rec := httpx.NewRecorder(w)
+		next.ServeHTTP(rec, r)
+		status := rec.Status()
 		if status == 0 {
 			status = http.StatusOK // the handler wrote nothing: net/http answers 200
 		}
@@ -298,30 +299,6 @@ var knownMethods = map[string]attribute.KeyValue{
 	http.MethodPost: semconv.HTTPRequestMethodPost, http.MethodPut: semconv.HTTPRequestMethodPut,
 	http.MethodTrace: semconv.HTTPRequestMethodTrace,
 }
-
-// statusWriter notes the status a handler answers with, for a recording
-// server span. Unwrap lets http.ResponseController reach the writer below
-// (to flush an incremental answer).
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Operation is the span of one GraphQL operation.
 type Operation struct{ span trace.Span }
