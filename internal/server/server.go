@@ -207,7 +207,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 						httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: probePaths, Attrs: infoAttrs},
 							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
 								httpx.Deadline(cfg.RequestTimeout, mux))),
-						probePaths...)))),
+						mux, probePaths...)))),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// Longer than any request may take, so a deadline answer is written.

@@ -72,7 +72,7 @@ func BenchmarkRequestTracing(b *testing.B) {
 				}
 				op.End("BudgetList", "query", "OK", 1, 1)
 				_, _ = w.Write([]byte(`{"data":{}}`))
-			}))
+			}), nil)
 			body := `{"query":"query BudgetList { budgets { nodes { id } } }"}`
 			cpuPerOp(b, func() {
 				r := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(body))

@@ -23,6 +23,13 @@ func (c *captureRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
 }
 
+// graphqlRoute is the route of the requests serveOne serves.
+var graphqlRoute = func() *http.ServeMux {
+	m := http.NewServeMux()
+	m.Handle("/graphql", http.NotFoundHandler())
+	return m
+}()
+
 // serveOne serves one request through t's middleware, as the server does:
 // the operation's span, one upstream attempt through t's transport. It
 // returns the request the upstream got, the one the caller made, and the
@@ -46,7 +53,7 @@ func serveOne(t *testing.T, tr *Tracing) (sent, made *http.Request, attempt trac
 		}
 		op.End("BudgetList", "query", "UPSTREAM_UNAVAILABLE", 1, 2)
 		w.WriteHeader(http.StatusOK)
-	}))
+	}), graphqlRoute)
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader("{}")))
 	return rt.got, made, attempt, ended
 }
@@ -191,12 +198,17 @@ func TestInject(t *testing.T) {
 }
 
 // The server span of a sampled request follows the HTTP semantic
-// conventions: named by method and path, the request's attributes, the
-// status the handler answered, an error only for a 5xx; the handler can
-// still flush through it; an untraced path gets no span.
+// conventions: named by method and route (the method alone where no route
+// takes the path), the request's attributes, the status the handler
+// answered, an error only for a 5xx or a panic; the handler can still flush
+// through it; an untraced path gets no span.
 func TestServerSpan(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tr := TracingTo(exp, sdktrace.AlwaysSample())
+	routes := http.NewServeMux()
+	routes.Handle("/graphql", http.NotFoundHandler())
+	routes.Handle("GET /fail", http.NotFoundHandler())
+	routes.Handle("GET /panic", http.NotFoundHandler())
 	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !trace.SpanFromContext(r.Context()).IsRecording() && r.URL.Path != "/healthz" {
 			t.Errorf("%s: the handler's context has no recording span", r.URL.Path)
@@ -206,36 +218,49 @@ func TestServerSpan(t *testing.T) {
 			w.WriteHeader(http.StatusBadGateway)
 		case "/missing":
 			http.NotFound(w, r)
+		case "/panic":
+			panic("a bug")
 		default:
 			_ = http.NewResponseController(w).Flush()
 			_, _ = w.Write([]byte("{}"))
 		}
-	}), "/healthz")
+	}), routes, "/healthz")
 	for _, c := range []struct {
-		method, path, name string
-		status             int
-		method2            string // http.request.method_original
+		method, url, name, route string
+		status                   int    // 0: none sent
+		errType                  string // "": no error
+		method2                  string // http.request.method_original
+		host                     string
+		port                     int64
 	}{
-		{http.MethodPost, "/graphql", "POST /graphql", http.StatusOK, ""},
-		{http.MethodGet, "/fail", "GET /fail", http.StatusBadGateway, ""},
-		{http.MethodGet, "/missing", "GET /missing", http.StatusNotFound, ""},
-		{"BREW", "/graphql", "HTTP /graphql", http.StatusOK, "BREW"},
-		{http.MethodGet, "/healthz", "", http.StatusOK, ""},
+		{http.MethodPost, "http://gw.test:8080/graphql", "POST /graphql", "/graphql", http.StatusOK, "", "", "gw.test", 8080},
+		{http.MethodGet, "http://gw.test:8080/fail", "GET /fail", "/fail", http.StatusBadGateway, "502", "", "gw.test", 8080},
+		{http.MethodGet, "http://gw.test:8080/missing", "GET", "", http.StatusNotFound, "", "", "gw.test", 8080},
+		{http.MethodGet, "http://gw.test:8080/panic", "GET /panic", "/panic", http.StatusInternalServerError, "panic", "", "gw.test", 8080},
+		{"BREW", "http://[::1]/graphql", "HTTP /graphql", "/graphql", http.StatusOK, "", "BREW", "::1", 0},
+		{http.MethodGet, "http://gw.test:99999/healthz", "", "", 0, "", "", "", 0},
 	} {
 		exp.Reset()
-		r := httptest.NewRequest(c.method, "http://gw.test:8080"+c.path, nil)
+		r := httptest.NewRequest(c.method, c.url, nil)
 		r.Header.Set("User-Agent", "probe/1")
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
+		func() {
+			defer func() {
+				if p := recover(); (p != nil) != (c.errType == "panic") {
+					t.Errorf("%s: panic %v", c.url, p)
+				}
+			}()
+			h.ServeHTTP(w, r)
+		}()
 		spans := exp.GetSpans()
 		if c.name == "" {
 			if len(spans) != 0 {
-				t.Errorf("%s: %d spans for an untraced path", c.path, len(spans))
+				t.Errorf("%s: %d spans for an untraced path", c.url, len(spans))
 			}
 			continue
 		}
 		if len(spans) != 1 {
-			t.Fatalf("%s %s: %d spans", c.method, c.path, len(spans))
+			t.Fatalf("%s %s: %d spans", c.method, c.url, len(spans))
 		}
 		s := spans[0]
 		if s.Name != c.name || s.SpanKind != trace.SpanKindServer {
@@ -250,26 +275,26 @@ func TestServerSpan(t *testing.T) {
 			wantMethod = "_OTHER"
 		}
 		for k, want := range map[attribute.Key]string{
-			"http.request.method": wantMethod, "http.request.method_original": c.method2,
-			"url.path": c.path, "url.scheme": "http", "server.address": "gw.test",
-			"client.address": "192.0.2.1", "user_agent.original": "probe/1", "network.protocol.version": "1.1",
+			"http.request.method": wantMethod, "http.request.method_original": c.method2, "http.route": c.route,
+			"url.path": r.URL.Path, "url.scheme": "http", "server.address": c.host, "network.peer.address": "192.0.2.1",
+			"user_agent.original": "probe/1", "network.protocol.version": "1.1", "error.type": c.errType,
 		} {
 			if got := a[k].AsString(); got != want {
-				t.Errorf("%s %s: %s = %q, want %q", c.method, c.path, k, got, want)
+				t.Errorf("%s %s: %s = %q, want %q", c.method, c.url, k, got, want)
 			}
 		}
-		if got := a["server.port"].AsInt64(); got != 8080 {
-			t.Errorf("%s: server.port %d", c.path, got)
+		for k, want := range map[attribute.Key]int64{
+			"server.port": c.port, "network.peer.port": 1234, "http.response.status_code": int64(c.status),
+		} {
+			if got := a[k].AsInt64(); got != want {
+				t.Errorf("%s %s: %s = %d, want %d", c.method, c.url, k, got, want)
+			}
 		}
-		if got := a["http.response.status_code"].AsInt64(); got != int64(c.status) {
-			t.Errorf("%s: status code %d, want %d", c.path, got, c.status)
-		}
-		failed := c.status >= 500
-		if (s.Status.Code == codes.Error) != failed || (a["error.type"].AsString() != "") != failed {
-			t.Errorf("%s: status %v, error.type %q for an answer %d", c.path, s.Status.Code, a["error.type"].AsString(), c.status)
+		if (s.Status.Code == codes.Error) != (c.errType != "") {
+			t.Errorf("%s: status %v, error.type %q", c.url, s.Status.Code, c.errType)
 		}
 		if c.status == http.StatusOK && !w.Flushed {
-			t.Errorf("%s: the handler's flush did not reach the writer", c.path)
+			t.Errorf("%s: the handler's flush did not reach the writer", c.url)
 		}
 	}
 }

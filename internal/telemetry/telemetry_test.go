@@ -77,7 +77,7 @@ func TestTracingOff(t *testing.T) {
 			continue
 		}
 		h := &http.ServeMux{}
-		if got := tr.Handler(h); got != http.Handler(h) {
+		if got := tr.Handler(h, nil); got != http.Handler(h) {
 			t.Errorf("%s: Handler wraps its handler", name)
 		}
 		rt := &http.Transport{}

@@ -204,18 +204,27 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	return t.sdk.Shutdown(ctx)
 }
 
+// Routes finds the route pattern of a request, as *http.ServeMux does.
+type Routes interface {
+	Handler(r *http.Request) (h http.Handler, pattern string)
+}
+
 // Handler gives every request its server span, continuing the caller's
 // traceparent, except requests for the untraced paths (probes, which would
 // otherwise make a trace every few seconds); off, it is next itself.
 //
-// The span follows the HTTP semantic conventions for a server span
-// (serverAttributes), but builds its name and attributes, and wraps the
-// response writer for the status, only when it records: most requests are
-// not sampled, and for them this is a context and a span. (otelhttp's
-// handler, used before, built the attributes of every request and recorded
-// three histograms into the global meter provider, which the gateway never
-// sets: 35 allocations a request, most of what tracing at 1 % cost.)
-func (t *Tracing) Handler(next http.Handler, untraced ...string) http.Handler {
+// The span follows the HTTP semantic conventions for a server span: named by
+// its method and its route in routes (http.route; the method alone for a
+// path no route takes, or with routes nil), never by the raw path, with the
+// request's attributes (serverAttributes; not url.query, which holds a GET's
+// document and variables), the status sent, and an error for a 5xx or a
+// panic. It builds its name and attributes, and wraps the response writer for
+// the status, only when it records: most requests are not sampled, and for
+// them this is a context and a span. (otelhttp's handler, used before, built
+// the attributes of every request and recorded three histograms into the
+// global meter provider, which the gateway never sets: 35 allocations a
+// request, most of what tracing at 1 % cost.)
+func (t *Tracing) Handler(next http.Handler, routes Routes, untraced ...string) http.Handler {
 	if !t.Enabled() {
 		return next
 	}
@@ -235,13 +244,30 @@ func (t *Tracing) Handler(next http.Handler, untraced ...string) http.Handler {
 			return
 		}
 		method, attrs := serverAttributes(r)
-		span.SetName(method + " " + r.URL.Path)
+		if route := routeOf(routes, r); route != "" {
+			span.SetName(method + " " + route)
+			attrs = append(attrs, semconv.HTTPRoute(route))
+		} else {
+			span.SetName(method)
+		}
 		span.SetAttributes(attrs...)
 		rec := httpx.NewRecorder(w)
+		defer func() {
+			if p := recover(); p != nil {
+				// The recovering middleware outside answers 500 when nothing
+				// was written, and aborts the connection otherwise.
+				if rec.Status() == 0 {
+					span.SetAttributes(semconv.HTTPResponseStatusCode(http.StatusInternalServerError))
+				}
+				span.SetStatus(codes.Error, "panic")
+				span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+				panic(p)
+			}
+		}()
 		next.ServeHTTP(rec, r)
 		status := rec.Status()
 		if status == 0 {
-			status = http.StatusOK // the handler wrote nothing: net/http answers 200
+			return // nothing written: the client went, or an empty 200 goes out after this
 		}
 		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
 		if status >= 500 {
@@ -252,10 +278,31 @@ func (t *Tracing) Handler(next http.Handler, untraced ...string) http.Handler {
 	})
 }
 
+// routeOf is the path of the route pattern routes has for r, without the
+// pattern's method and host; "" when none takes it.
+func routeOf(routes Routes, r *http.Request) string {
+	if routes == nil {
+		return ""
+	}
+	_, p := routes.Handler(r)
+	if i := strings.IndexByte(p, ' '); i >= 0 {
+		p = p[i+1:]
+	}
+	if i := strings.IndexByte(p, '/'); i > 0 {
+		p = p[i:]
+	}
+	return p
+}
+
+// maxUserAgent bounds the user agent a span keeps, in bytes.
+const maxUserAgent = 512
+
 // serverAttributes are a recording server span's request attributes, and its
 // method as the span's name gives it: one the conventions know, or HTTP.
+// The peer is network.peer.*: behind a proxy it is the proxy, and the
+// gateway trusts no forwarded header to name the client.
 func serverAttributes(r *http.Request) (string, []attribute.KeyValue) {
-	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs := make([]attribute.KeyValue, 0, 11)
 	method := r.Method
 	if m, ok := knownMethods[method]; ok {
 		attrs = append(attrs, m)
@@ -268,18 +315,22 @@ func serverAttributes(r *http.Request) (string, []attribute.KeyValue) {
 		scheme = "https"
 	}
 	attrs = append(attrs, semconv.URLScheme(scheme), semconv.URLPath(r.URL.Path))
-	if host, port, err := net.SplitHostPort(r.Host); err == nil {
+	if host, port := hostPort(r.Host); host != "" {
 		attrs = append(attrs, semconv.ServerAddress(host))
-		if p, err := strconv.Atoi(port); err == nil {
-			attrs = append(attrs, semconv.ServerPort(p))
+		if port > 0 {
+			attrs = append(attrs, semconv.ServerPort(port))
 		}
-	} else if r.Host != "" {
-		attrs = append(attrs, semconv.ServerAddress(r.Host))
 	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		attrs = append(attrs, semconv.ClientAddress(host))
+	if host, port := hostPort(r.RemoteAddr); host != "" {
+		attrs = append(attrs, semconv.NetworkPeerAddress(host))
+		if port > 0 {
+			attrs = append(attrs, semconv.NetworkPeerPort(port))
+		}
 	}
 	if ua := r.UserAgent(); ua != "" {
+		if len(ua) > maxUserAgent {
+			ua = strings.ToValidUTF8(ua[:maxUserAgent], "")
+		}
 		attrs = append(attrs, semconv.UserAgentOriginal(ua))
 	}
 	if r.ProtoMajor == 2 {
@@ -288,6 +339,20 @@ func serverAttributes(r *http.Request) (string, []attribute.KeyValue) {
 		attrs = append(attrs, semconv.NetworkProtocolVersion(fmt.Sprintf("%d.%d", r.ProtoMajor, r.ProtoMinor)))
 	}
 	return method, attrs
+}
+
+// hostPort splits host[:port] (an IPv6 address in brackets), the port 0
+// when there is none or it is no port number.
+func hostPort(s string) (string, int) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"), 0
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return host, 0
+	}
+	return host, int(p)
 }
 
 // knownMethods are the methods the HTTP semantic conventions name; any other
