@@ -12000,6 +12000,9 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 			}
 			if ret := ec.quick_Planning_targetItems(ctx, field, obj); ret != nil {
 				out.Values[i] = ret
+				if ret == graphql.Null {
+					atomic.AddUint32(&out.Invalids, 1)
+				}
 				continue
 			}
 			out.Values[i] = ec._Planning_targetItems(ctx, field, obj)
@@ -12086,19 +12089,24 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 // quick_Planning_targetItems answers the field from its
 // resolver's answer with one leafListOut, with no field context, when the
 // selection asks only for later leaves of a TargetItem; the resolver is
-// called only then. It is nil otherwise, and after an error, a failed check
-// or a panic: the field is then resolved the usual way, which calls the
-// resolver again and reports what it comes to at the field's path.
+// called only then. It is nil otherwise, and after an error or a failed
+// check: the field is then resolved the usual way, which calls the resolver
+// again and reports what it comes to at the field's path. A panic is
+// reported at that path here, and the field is null.
 func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			// As resolving the field reports a panic: once, at its path.
+			fc, _ := ec.fieldContext_Planning_targetItems(ctx, field)
+			ctx := graphql.WithFieldContext(ctx, fc)
+			ec.Error(ctx, ec.Recover(ctx, r))
+			ret = graphql.Null
+		}
+	}()
 	fields, ok := ec.laterFieldsTargetItem(field.Selections)
 	if !ok {
 		return nil
 	}
-	defer func() {
-		if recover() != nil {
-			ret = nil
-		}
-	}()
 	v, err := ec.Resolvers.Planning().TargetItems(ctx, obj)
 	if err != nil || checkLaterTargetItem(fields, v) != nil {
 		return nil
@@ -12109,19 +12117,24 @@ func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, fiel
 // quick_Planning_actuals answers the field from its
 // resolver's answer with one leafListOut, with no field context, when the
 // selection asks only for later leaves of a PeriodAmount; the resolver is
-// called only then. It is nil otherwise, and after an error, a failed check
-// or a panic: the field is then resolved the usual way, which calls the
-// resolver again and reports what it comes to at the field's path.
+// called only then. It is nil otherwise, and after an error or a failed
+// check: the field is then resolved the usual way, which calls the resolver
+// again and reports what it comes to at the field's path. A panic is
+// reported at that path here, and the field is null.
 func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
+	defer func() {
+		if r := recover(); r != nil {
+			// As resolving the field reports a panic: once, at its path.
+			fc, _ := ec.fieldContext_Planning_actuals(ctx, field)
+			ctx := graphql.WithFieldContext(ctx, fc)
+			ec.Error(ctx, ec.Recover(ctx, r))
+			ret = graphql.Null
+		}
+	}()
 	fields, ok := ec.laterFieldsPeriodAmount(field.Selections)
 	if !ok {
 		return nil
 	}
-	defer func() {
-		if recover() != nil {
-			ret = nil
-		}
-	}()
 	v, err := ec.Resolvers.Planning().Actuals(ctx, obj)
 	if err != nil || checkLaterPeriodAmount(fields, v) != nil {
 		return nil

@@ -50,9 +50,12 @@
 //     global ids) is called on the object's goroutine and its answer
 //     marshalled with no field context; only an error makes the field
 //     resolve the usual way, which reports it at the field's path.
-//   - So is an inline resolver of a list of objects (a planning's
-//     targetItems) whose selection asks only for later leaves: one
-//     leafListOut from its answer, the resolver called only then.
+//   - So is a list of objects whose selection asks only for later leaves,
+//     from an inline resolver (a planning's targetItems) or from one that
+//     loads through the request's loaders (loadedLists: a planning's
+//     actuals, in its concurrent closure): one leafListOut from the
+//     resolver's answer, the resolver called only then; an error or a failed
+//     check resolves the field the usual way.
 package main
 
 import (
@@ -151,9 +154,6 @@ func run() error {
 	if cfg.Exec.Layout != config.ExecLayoutSingleFile {
 		return fmt.Errorf("exec.layout %q: only single-file is rendered with these templates", cfg.Exec.Layout)
 	}
-	if err := checkInline(data); err != nil {
-		return err
-	}
 	tpl, err := fs.Sub(templateFS, "templates")
 	if err != nil {
 		return err
@@ -173,6 +173,20 @@ func run() error {
 		o := objects[f.TypeReference.Definition.Name]
 		return o != nil && leafObjects(o)
 	}
+	laterLeaves := func(o *codegen.Object) bool {
+		return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
+	}
+	// quick reports whether the field f is a quick list as rendered.
+	quick := func(f *codegen.Field) bool {
+		if fieldDirectives || !quickList(f) || cfg.Exec.WorkerLimit != 1 {
+			return false
+		}
+		o := objects[f.TypeReference.Elem().Definition.Name]
+		return o != nil && !o.Root && laterLeaves(o)
+	}
+	if err := checkInline(data, quick); err != nil {
+		return err
+	}
 	heldLeafObjects := map[string]bool{}
 	for _, o := range data.Objects {
 		for _, f := range o.Fields {
@@ -180,9 +194,6 @@ func run() error {
 				heldLeafObjects[f.TypeReference.Definition.Name] = true
 			}
 		}
-	}
-	laterLeaves := func(o *codegen.Object) bool {
-		return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
 	}
 	err = templates.Render(templates.Options{
 		PackageName:     cfg.Exec.Package,
@@ -215,13 +226,7 @@ func run() error {
 				o := objects[name]
 				return o != nil && slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return laterLeaf(f) && laterCheck(f, "v") != "" })
 			},
-			"quickList": func(f *codegen.Field) bool {
-				if fieldDirectives || !quickList(f) || cfg.Exec.WorkerLimit != 1 {
-					return false
-				}
-				o := objects[f.TypeReference.Elem().Definition.Name]
-				return o != nil && !o.Root && laterLeaves(o)
-			},
+			"quickList": quick,
 		},
 	})
 	if err != nil {
@@ -248,9 +253,10 @@ func relative(path string) string {
 }
 
 // checkInline fails when inlineResolvers or loadedLists names a field that
-// is not a resolver of the schema, or a loaded list that quickList does not
-// take, so that neither list can go stale silently.
-func checkInline(data *codegen.Data) error {
+// is not a resolver of the schema, a field in both, or a loaded list that is
+// not rendered as a quick list (quick), so that neither list can go stale
+// silently.
+func checkInline(data *codegen.Data, quick func(*codegen.Field) bool) error {
 	found := map[string]bool{}
 	for _, o := range data.Objects {
 		for _, f := range o.Fields {
@@ -261,8 +267,11 @@ func checkInline(data *codegen.Data) error {
 			if !f.IsResolver || len(f.Args) > 0 || f.HasDirectives() || f.IsBatch() {
 				return fmt.Errorf("%s is not a resolver without arguments or directives", key)
 			}
-			if loadedLists[key] && !quickList(f) {
-				return fmt.Errorf("loadedLists: %s is not a list of objects", key)
+			if inlineResolvers[key] && loadedLists[key] {
+				return fmt.Errorf("%s is in both inlineResolvers and loadedLists: a resolver that loads is not inline", key)
+			}
+			if loadedLists[key] && !quick(f) {
+				return fmt.Errorf("loadedLists: %s is not written as a quick list (a list of objects with later leaves)", key)
 			}
 			found[key] = true
 		}
