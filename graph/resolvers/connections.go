@@ -71,7 +71,7 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first
 			return nil, err
 		}
 	}
-	w := &window[T]{items: make([]T, 0, n), at: make([]relay.Cursor, 0, n), codec: codec, conn: conn}
+	w := &window[T]{at: make([]relay.Cursor, 0, n), codec: codec, conn: conn}
 	walk := upstream.NewPageWalk(conn.op, fetch, at.Upstream, cost.Pages(n, after != nil))
 	skip := at.Skip
 	for {
@@ -91,13 +91,22 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first
 		data := pg.Data
 		more := walk.More()
 		j := skip
-		for ; j < len(data) && len(w.items) < n; j++ {
-			w.items = append(w.items, data[j])
-			c := relay.Cursor{Upstream: upCursor, Skip: j + 1}
-			if j == len(data)-1 && more {
-				c = relay.Cursor{Upstream: walk.Cursor()}
+		if j < len(data) && len(w.items) < n {
+			end := min(len(data), j+n-len(w.items))
+			// A window within one page (most) keeps the page's records
+			// where the decoder put them; a window over pages copies them.
+			if w.items == nil {
+				w.items = data[j:end:end]
+			} else {
+				w.items = append(w.items, data[j:end]...)
 			}
-			w.at = append(w.at, c)
+			for ; j < end; j++ {
+				c := relay.Cursor{Upstream: upCursor, Skip: j + 1}
+				if j == len(data)-1 && more {
+					c = relay.Cursor{Upstream: walk.Cursor()}
+				}
+				w.at = append(w.at, c)
+			}
 		}
 		if len(w.items) == n {
 			w.info.HasNextPage = j < len(data) || more
@@ -107,6 +116,9 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first
 			break
 		}
 		skip = 0
+	}
+	if w.items == nil {
+		w.items = []T{}
 	}
 	if len(w.at) > 0 {
 		start, end := codec.Encode(conn.name, w.at[0]), codec.Encode(conn.name, w.at[len(w.at)-1])
