@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -179,21 +180,37 @@ func costExtension(ctx context.Context, next graphql.ResponseHandler) *graphql.R
 		return resp
 	}
 	c := limits.CostOf(graphql.GetOperationContext(ctx))
-	var max any
-	if c.Max > 0 {
-		max = c.Max
-	}
-	var calls int64
+	ci := costInfo{estimated: c.Estimated, max: c.Max}
 	if i := InfoFrom(ctx); i != nil {
-		calls = i.UpstreamCalls()
+		ci.calls = i.UpstreamCalls()
 	}
 	if resp.Extensions == nil {
 		resp.Extensions = map[string]any{}
 	}
-	resp.Extensions["cost"] = map[string]any{
-		"estimatedUpstreamCalls": c.Estimated,
-		"upstreamCalls":          calls,
-		"maxUpstreamCalls":       max,
-	}
+	resp.Extensions["cost"] = ci
 	return resp
 }
+
+// costInfo is the cost extension of an answer: the upstream calls the
+// operation was estimated at, made, and allowed (null: no bound).
+type costInfo struct {
+	estimated, max int
+	calls          int64
+}
+
+// appendJSON appends c as JSON, its members in the order encoding/json
+// gives a map's: writeResponse writes it so, without reflection.
+func (c costInfo) appendJSON(b []byte) []byte {
+	b = strconv.AppendInt(append(b, `{"estimatedUpstreamCalls":`...), int64(c.estimated), 10)
+	b = append(b, `,"maxUpstreamCalls":`...)
+	if c.max > 0 {
+		b = strconv.AppendInt(b, int64(c.max), 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = strconv.AppendInt(append(b, `,"upstreamCalls":`...), c.calls, 10)
+	return append(b, '}')
+}
+
+// MarshalJSON writes c for any other encoder of the answer.
+func (c costInfo) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), nil }

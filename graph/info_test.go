@@ -1,6 +1,9 @@
 package graph
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // An answer has data when a root field is not null.
 func TestHasRootValue(t *testing.T) {
@@ -19,6 +22,28 @@ func TestHasRootValue(t *testing.T) {
 	} {
 		if got := hasRootValue([]byte(data)); got != want {
 			t.Errorf("hasRootValue(%s) = %v, want %v", data, got, want)
+		}
+	}
+}
+
+// The cost extension is written by hand (costInfo.appendJSON): it is what
+// encoding/json writes for the same members as a map, null for no bound.
+func TestCostInfoJSON(t *testing.T) {
+	for _, c := range []costInfo{{}, {estimated: 3, max: 500, calls: 2}, {estimated: 51, calls: 101}} {
+		var max any
+		if c.max > 0 {
+			max = c.max
+		}
+		want, err := json.Marshal(map[string]any{"cost": map[string]any{
+			"estimatedUpstreamCalls": c.estimated, "upstreamCalls": c.calls, "maxUpstreamCalls": max}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(append(c.appendJSON([]byte(`{"cost":`)), '}')); got != string(want) {
+			t.Errorf("%+v: %s, want %s", c, got, want)
+		}
+		if got, _ := json.Marshal(map[string]any{"cost": c}); string(got) != string(want) {
+			t.Errorf("%+v marshalled: %s, want %s", c, got, want)
 		}
 	}
 }
