@@ -380,19 +380,18 @@ func writeResponse(w http.ResponseWriter, media string, status int, resp *graphq
 		data = nil
 	}
 	if len(resp.Extensions) > 0 {
-		sep := len(head) > 1 || len(data) > 0
+		if len(head) > 1 || len(data) > 0 {
+			tail = append(tail, ',')
+		}
+		tail = append(tail, `"extensions":`...)
 		if c, ok := resp.Extensions["cost"].(costInfo); ok && len(resp.Extensions) == 1 {
 			// The usual extensions, written without encoding/json's
 			// reflection over a map (1 % of a small request's CPU).
-			if sep {
-				tail = append(tail, ',')
-			}
-			tail = append(c.appendJSON(append(tail, `"extensions":{"cost":`...)), '}')
+			tail = append(c.appendJSON(append(tail, `{"cost":`...)), '}')
 		} else if b, err := json.Marshal(resp.Extensions); err == nil {
-			if sep {
-				tail = append(tail, ',')
-			}
-			tail = append(append(tail, `"extensions":`...), b...)
+			tail = append(tail, b...)
+		} else {
+			tail = tail[:0] // none written rather than half a member
 		}
 	}
 	tail = append(tail, "}\n"...)

@@ -224,7 +224,7 @@ func run() error {
 			},
 			"laterChecks": func(name string) bool {
 				o := objects[name]
-				return o != nil && slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return laterLeaf(f) && laterCheck(f, "v") != "" })
+				return o != nil && laterChecks(o)
 			},
 			"quickList": quick,
 		},
@@ -317,8 +317,7 @@ func plainMember(f *codegen.Field) bool {
 // inline resolver computes from the object alone, so it answers the same.
 // It must not read the field context (graphql.GetFieldContext).
 func quickResolver(f *codegen.Field) bool {
-	if !inlineResolvers[f.Object.Name+"."+f.Name] || f.Object.Root || len(f.Args) > 0 || f.HasDirectives() ||
-		f.IsBatch() || f.TypeReference == nil || f.TypeReference.Definition == nil {
+	if !inlineResolvers[f.Object.Name+"."+f.Name] || !bareResolver(f) {
 		return false
 	}
 	k := f.TypeReference.Definition.Kind
@@ -329,18 +328,26 @@ func quickResolver(f *codegen.Field) bool {
 // written from its resolver's answer with no field context when its
 // selection asks only for later leaves of its elements' type: a list of
 // values (not pointers) of an object type, with no arguments or
-// directives. Only then is the resolver called; an error, an element whose
-// check fails or a panic makes the field resolve the usual way, which calls
-// the resolver again and reports it at the field's path. Like a
-// quickResolver it must not read the field context.
+// directives. Only then is the resolver called; an error or an element
+// whose check fails makes the field resolve the usual way, which calls the
+// resolver again and reports it at the field's path, and a panic is reported
+// at that path at once. Like a quickResolver it must not read the field
+// context.
 func quickList(f *codegen.Field) bool {
 	key := f.Object.Name + "." + f.Name
-	if !inlineResolvers[key] && !loadedLists[key] || f.Object.Root || len(f.Args) > 0 || f.HasDirectives() ||
-		f.IsBatch() || f.TypeReference == nil || !f.TypeReference.IsSlice() {
+	if !inlineResolvers[key] && !loadedLists[key] || !bareResolver(f) || !f.TypeReference.IsSlice() {
 		return false
 	}
 	e := f.TypeReference.Elem()
 	return e != nil && !e.IsSlice() && inPlace(e)
+}
+
+// bareResolver reports whether f, of an object that is not a root, has no
+// arguments or directives and is not batched: what a quick resolver or a
+// quick list may be.
+func bareResolver(f *codegen.Field) bool {
+	return !f.Object.Root && len(f.Args) == 0 && !f.HasDirectives() && !f.IsBatch() &&
+		f.TypeReference != nil && f.TypeReference.Definition != nil
 }
 
 // leafObjects reports whether an object of type o, held by a plain member
@@ -352,7 +359,13 @@ func leafObjects(o *codegen.Object) bool {
 	if o.Root || !slices.ContainsFunc(o.Fields, laterLeaf) {
 		return false
 	}
-	return !slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return laterLeaf(f) && laterCheck(f, "o") != "" })
+	return !laterChecks(o)
+}
+
+// laterChecks reports whether a later leaf of o checks its value when it is
+// resolved (laterCheck).
+func laterChecks(o *codegen.Object) bool {
+	return slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return laterLeaf(f) && laterCheck(f, "v") != "" })
 }
 
 // leafNeedsPath reports whether marshalling the plain leaf f may report an
