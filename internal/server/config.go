@@ -71,10 +71,12 @@ type Config struct {
 	// requests (0: no bound).
 	UpstreamInFlight int
 	// GCPercent is the garbage collector's target, as GOGC (-1: off, with
-	// a MemoryLimit); GOGC in the environment wins over it.
+	// a MemoryLimit; Auto: AutoGCPercent under a memory limit, 100 without
+	// one); GOGC in the environment wins over it.
 	GCPercent int
 	// MemoryLimit is the Go runtime's soft memory limit in bytes, as
-	// GOMEMLIMIT (0: none); GOMEMLIMIT in the environment wins over it.
+	// GOMEMLIMIT (0: none; Auto: see Config.gcSettings); GOMEMLIMIT in the
+	// environment wins over it.
 	MemoryLimit int64
 	// CallerInFlight bounds the requests of one caller (bearer key) that are
 	// worked on at once; more wait in line (0: no bound).
@@ -117,16 +119,26 @@ type Config struct {
 const (
 	DefaultListen         = ":8080"
 	DefaultRequestTimeout = 30 * time.Second
-	// DefaultRequestsInFlight, DefaultGCPercent and DefaultMemoryLimit are
+	// DefaultRequestsInFlight and the Auto settings of the collector are
 	// what docs/performance.md measured for a request-shaped heap: bounded
 	// memory at 200 concurrent clients without less throughput.
 	DefaultRequestsInFlight = 32
 	// DefaultCallerRefusals paces a caller refused more than 10 times a
 	// second: no client that reads its errors comes near it (docs/security.md).
 	DefaultCallerRefusals = 10
-	DefaultGCPercent      = 100
-	DefaultMemoryLimit    = 0
-	defaultLogFormat      = "json"
+	// Auto, the default of GCPercent and MemoryLimit, has the gateway choose
+	// them (Config.gcSettings).
+	Auto = -2
+	// AutoGCPercent is the collector's target under a memory limit: the heap
+	// may grow to five times what is live between collections, so a small
+	// heap is collected a fifth as often, and the limit bounds a large one.
+	AutoGCPercent = 400
+	// autoLimitBase and autoLimitPerRequest make the automatic memory
+	// limit: the base for what any process holds, and about twice what one
+	// request of the benchmarks held live at most (docs/performance.md).
+	autoLimitBase       = 8 << 20
+	autoLimitPerRequest = 2 << 20
+	defaultLogFormat    = "json"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
 )
@@ -168,10 +180,13 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
 	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
-	fs.IntVar(&c.GCPercent, "gc-percent", DefaultGCPercent, "garbage collection target percentage, as GOGC (-1: off); GOGC in the environment wins")
-	c.MemoryLimit = DefaultMemoryLimit
-	fs.Var(memoryLimit{&c.MemoryLimit}, "memory-limit", "soft memory `limit` of the Go runtime, as GOMEMLIMIT: bytes with an optional unit such as 80MiB (0: none); GOMEMLIMIT in the environment wins")
-	fs.Want("memory-limit", "a size such as 80MiB, 1GiB or 0")
+	c.GCPercent = Auto
+	fs.Var(gcPercent{&c.GCPercent}, "gc-percent", "garbage collection target `percentage`, as GOGC (-1: off); auto: 400 under a memory limit, 100 without one; GOGC in the environment wins")
+	fs.Want("gc-percent", "auto, -1 or a percentage such as 100")
+	c.MemoryLimit = Auto
+	fs.Var(memoryLimit{&c.MemoryLimit}, "memory-limit", "soft memory `limit` of the Go runtime, as GOMEMLIMIT: bytes with an optional unit such as 80MiB (0: none); "+
+		"auto: 8 MiB and 2 MiB for each of -requests-in-flight, none if that is 0; GOMEMLIMIT in the environment wins")
+	fs.Want("memory-limit", "auto or a size such as 80MiB, 1GiB or 0")
 	fs.IntVar(&c.CallerInFlight, "caller-in-flight", 0, "most requests of one caller (API key; all requests without a key are one caller) worked on at once, more wait in line (0: no bound)")
 	fs.IntVar(&c.RequestsInFlight, "requests-in-flight", DefaultRequestsInFlight, "most requests worked on at once in all, more wait in line, each caller in turn (0: no bound)")
 	fs.IntVar(&c.CallerRefusals, "caller-refusals", DefaultCallerRefusals, "refused requests a second (in bursts of twice that) a caller may have before it is paced to one request in 1/N s; "+
@@ -237,11 +252,11 @@ func (c Config) validate() error {
 			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")
 		}
 	}
-	if c.GCPercent < -1 {
-		errs.Addf("gc-percent", c.GCPercent, "want -1 (off) or a percentage such as 100")
+	if c.GCPercent < -1 && c.GCPercent != Auto {
+		errs.Addf("gc-percent", c.GCPercent, "want auto, -1 (off) or a percentage such as 100")
 	}
-	if c.GCPercent == -1 && c.MemoryLimit == 0 {
-		errs.Addf("gc-percent", c.GCPercent, "want -memory-limit too: with neither, the heap would grow without bound")
+	if _, limit := c.gcSettings(false); c.GCPercent == -1 && limit == 0 {
+		errs.Addf("gc-percent", c.GCPercent, "want a -memory-limit too: with neither, the heap would grow without bound")
 	}
 	if c.MaxBodyBytes <= 0 {
 		errs.Addf("max-body-bytes", c.MaxBodyBytes, "want a positive number of bytes")
@@ -318,8 +333,58 @@ func (l *originList) Set(s string) error {
 	return nil
 }
 
-// memoryLimit is the value of -memory-limit: a number of bytes with an
-// optional unit, as GOMEMLIMIT takes it (B, KiB, MiB, GiB, TiB).
+// gcSettings resolves the Auto values of GCPercent and MemoryLimit.
+// The automatic memory limit is autoLimitBase and autoLimitPerRequest for
+// each request RequestsInFlight lets in at once (72 MiB at the default 32),
+// none when they are not bounded. The automatic target is AutoGCPercent
+// when a memory limit applies (this one, or GOMEMLIMIT when envLimit), the
+// runtime's 100 when none does: without a limit nothing would bound the
+// heap at five times what is live.
+func (c Config) gcSettings(envLimit bool) (percent int, limit int64) {
+	percent, limit = c.GCPercent, c.MemoryLimit
+	if limit == Auto {
+		limit = 0
+		if c.RequestsInFlight > 0 {
+			limit = autoLimitBase + int64(c.RequestsInFlight)*autoLimitPerRequest
+		}
+	}
+	if percent == Auto {
+		percent = 100
+		if limit > 0 || envLimit {
+			percent = AutoGCPercent
+		}
+	}
+	return percent, limit
+}
+
+// gcPercent is the value of -gc-percent: auto or a whole number.
+type gcPercent struct{ n *int }
+
+func (g gcPercent) String() string {
+	if g.n == nil {
+		return ""
+	}
+	if *g.n == Auto {
+		return "auto"
+	}
+	return strconv.Itoa(*g.n)
+}
+
+func (g gcPercent) Set(s string) error {
+	if s = strings.TrimSpace(s); s == "auto" {
+		*g.n = Auto
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n == Auto {
+		return errors.New("not a percentage")
+	}
+	*g.n = n
+	return nil
+}
+
+// memoryLimit is the value of -memory-limit: auto, or a number of bytes
+// with an optional unit, as GOMEMLIMIT takes it (B, KiB, MiB, GiB, TiB).
 type memoryLimit struct{ n *int64 }
 
 var memoryUnits = []struct {
@@ -328,7 +393,13 @@ var memoryUnits = []struct {
 }{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
 
 func (m memoryLimit) String() string {
-	if m.n == nil || *m.n == 0 {
+	if m.n == nil {
+		return ""
+	}
+	if *m.n == Auto {
+		return "auto"
+	}
+	if *m.n == 0 {
 		return "0"
 	}
 	for _, u := range memoryUnits {
@@ -340,7 +411,10 @@ func (m memoryLimit) String() string {
 }
 
 func (m memoryLimit) Set(s string) error {
-	s = strings.TrimSpace(s)
+	if s = strings.TrimSpace(s); s == "auto" {
+		*m.n = Auto
+		return nil
+	}
 	factor := int64(1)
 	for _, u := range memoryUnits {
 		if strings.HasSuffix(s, u.suffix) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -287,24 +288,31 @@ func baseURL(addr string) string {
 // the runtime has then applied already and which wins.
 func setGC(cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger) {
 	gogc, gogcSet := lookupEnv("GOGC")
+	limitText, limitSet := lookupEnv("GOMEMLIMIT")
+	percent, limit := cfg.gcSettings(limitSet && debug.SetMemoryLimit(-1) < math.MaxInt64)
 	if !gogcSet {
-		debug.SetGCPercent(cfg.GCPercent)
-		gogc = strconv.Itoa(cfg.GCPercent)
+		debug.SetGCPercent(percent)
+		gogc = strconv.Itoa(percent)
 	}
-	limit, limitSet := lookupEnv("GOMEMLIMIT")
 	if !limitSet {
-		if cfg.MemoryLimit > 0 {
-			debug.SetMemoryLimit(cfg.MemoryLimit)
+		if limit == 0 {
+			debug.SetMemoryLimit(math.MaxInt64) // the runtime's "no limit"
+		} else {
+			debug.SetMemoryLimit(limit)
 		}
-		limit = memoryLimit{&cfg.MemoryLimit}.String()
+		limitText = memoryLimit{&limit}.String()
 	}
-	log.Info("garbage collector", "gc_percent", gogc, "gc_percent_from", from(gogcSet, "GOGC"),
-		"memory_limit", limit, "memory_limit_from", from(limitSet, "GOMEMLIMIT"))
+	log.Info("garbage collector", "gc_percent", gogc, "gc_percent_from", from(gogcSet, "GOGC", cfg.GCPercent == Auto),
+		"memory_limit", limitText, "memory_limit_from", from(limitSet, "GOMEMLIMIT", cfg.MemoryLimit == Auto))
 }
 
-func from(env bool, name string) string {
-	if env {
+// from names where a setting of the collector comes from.
+func from(env bool, name string, auto bool) string {
+	switch {
+	case env:
 		return name
+	case auto:
+		return "auto"
 	}
 	return "flag"
 }

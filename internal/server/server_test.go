@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -46,8 +48,8 @@ func defaults() Config {
 		UpstreamInFlight:   256,
 		RequestsInFlight:   DefaultRequestsInFlight,
 		CallerRefusals:     DefaultCallerRefusals,
-		GCPercent:          DefaultGCPercent,
-		MemoryLimit:        DefaultMemoryLimit,
+		GCPercent:          Auto,
+		MemoryLimit:        Auto,
 	}
 }
 
@@ -123,6 +125,9 @@ func TestParseConfig(t *testing.T) {
 		{"memory-limit flag", []string{"-memory-limit", "80MiB"}, nil, func(c *Config) { c.MemoryLimit = 80 << 20 }},
 		{"memory-limit env", nil, map[string]string{"COSTGW_MEMORY_LIMIT": "1000000"}, func(c *Config) { c.MemoryLimit = 1_000_000 }},
 		{"memory-limit off", []string{"-memory-limit", "0"}, nil, func(c *Config) { c.MemoryLimit = 0 }},
+		{"gc-percent off under the automatic memory limit", []string{"-gc-percent", "-1"}, nil, func(c *Config) { c.GCPercent = -1 }},
+		{"automatic settings named", []string{"-gc-percent", "100", "-gc-percent", "auto"},
+			map[string]string{"COSTGW_MEMORY_LIMIT": "auto"}, func(c *Config) {}},
 		{"version", []string{"-version"}, nil, func(c *Config) { c.Version = true }},
 		{"healthcheck", []string{"-healthcheck"}, nil, func(c *Config) { c.HealthCheck = true }},
 		{"a flag wins over its variable", []string{"-listen", ":1", "-playground=true"},
@@ -164,8 +169,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"origin with two stars", []string{"-cors-origins", "https://*.*.example.com"}, nil, "-cors-origins"},
 		{"bad memory limit", []string{"-memory-limit", "lots"}, nil, "-memory-limit"},
 		{"negative memory limit", nil, map[string]string{"COSTGW_MEMORY_LIMIT": "-5MiB"}, "COSTGW_MEMORY_LIMIT"},
-		{"gc off without a memory limit", []string{"-gc-percent", "-1"}, nil, "-gc-percent"},
+		{"gc off without a memory limit", []string{"-gc-percent", "-1", "-memory-limit", "0"}, nil, "-gc-percent"},
+		{"gc off with no automatic memory limit", []string{"-gc-percent", "-1", "-requests-in-flight", "0"}, nil, "-gc-percent"},
 		{"gc percent below -1", []string{"-gc-percent", "-2"}, nil, "-gc-percent"},
+		{"gc percent far below -1", []string{"-gc-percent", "-3"}, nil, "-gc-percent"},
+		{"gc percent not a number", nil, map[string]string{"COSTGW_GC_PERCENT": "high"}, "COSTGW_GC_PERCENT"},
 		{"negative requests in flight", []string{"-requests-in-flight", "-1"}, nil, "-requests-in-flight"},
 		{"unknown flag", []string{"-nope"}, nil, "-nope"},
 		{"stray argument", []string{"serve"}, nil, "unexpected arguments"},
@@ -178,6 +186,68 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Errorf("ParseConfig(%q, %v) = %v, want an error naming %s", tt.args, tt.env, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestGCSettings checks what the automatic settings of the collector come
+// to: a memory limit that grows with the requests let in at once, and the
+// higher target only where some limit bounds the heap.
+func TestGCSettings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		percent   int
+		limit     int64
+		inFlight  int
+		envLimit  bool
+		wantPct   int
+		wantLimit int64
+	}{
+		{"defaults", Auto, Auto, DefaultRequestsInFlight, false, 400, 72 << 20},
+		{"more requests in flight", Auto, Auto, 64, false, 400, 136 << 20},
+		{"requests not bounded", Auto, Auto, 0, false, 100, 0},
+		{"requests not bounded, GOMEMLIMIT", Auto, Auto, 0, true, 400, 0},
+		{"no limit", Auto, 0, DefaultRequestsInFlight, false, 100, 0},
+		{"a limit given", Auto, 1 << 30, DefaultRequestsInFlight, false, 400, 1 << 30},
+		{"a target given", 150, Auto, DefaultRequestsInFlight, false, 150, 72 << 20},
+		{"both given", -1, 50 << 20, 8, false, -1, 50 << 20},
+	}
+	for _, tt := range tests {
+		c := Config{GCPercent: tt.percent, MemoryLimit: tt.limit, RequestsInFlight: tt.inFlight}
+		if pct, limit := c.gcSettings(tt.envLimit); pct != tt.wantPct || limit != tt.wantLimit {
+			t.Errorf("%s: gcSettings = %d, %d; want %d, %d", tt.name, pct, limit, tt.wantPct, tt.wantLimit)
+		}
+	}
+}
+
+// TestSetGC checks that setGC applies the automatic settings, leaves a
+// variable of the runtime's in force, and says which applies.
+func TestSetGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+
+	setGC(Config{GCPercent: Auto, MemoryLimit: Auto, RequestsInFlight: 32}, envMap(nil), log)
+	if pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); pct != 400 || limit != 72<<20 {
+		t.Errorf("automatic: GOGC %d, limit %d; want 400 and 72 MiB", pct, limit)
+	}
+	setGC(Config{GCPercent: Auto, MemoryLimit: 0, RequestsInFlight: 32}, envMap(nil), log)
+	if pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); pct != 100 || limit != math.MaxInt64 {
+		t.Errorf("no limit: GOGC %d, limit %d; want 100 and none", pct, limit)
+	}
+	// GOMEMLIMIT as the runtime read it at start: the limit is its, and the
+	// automatic target is the one under a limit.
+	debug.SetMemoryLimit(300 << 20)
+	logs.Reset()
+	setGC(Config{GCPercent: Auto, MemoryLimit: Auto, RequestsInFlight: 0}, envMap(map[string]string{"GOMEMLIMIT": "300MiB"}), log)
+	if pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); pct != 400 || limit != 300<<20 {
+		t.Errorf("GOMEMLIMIT: GOGC %d, limit %d; want 400 and 300 MiB", pct, limit)
+	}
+	for _, want := range []string{`"gc_percent":"400"`, `"gc_percent_from":"auto"`, `"memory_limit":"300MiB"`, `"memory_limit_from":"GOMEMLIMIT"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log %s lacks %s", logs.String(), want)
+		}
 	}
 }
 
