@@ -71,8 +71,8 @@ type Config struct {
 	// requests (0: no bound).
 	UpstreamInFlight int
 	// GCPercent is the garbage collector's target, as GOGC (-1: off, with
-	// a MemoryLimit; Auto: AutoGCPercent under a memory limit, 100 without
-	// one); GOGC in the environment wins over it.
+	// a MemoryLimit; Auto: 400 under a memory limit, 100 without one); GOGC
+	// in the environment wins over it.
 	GCPercent int
 	// MemoryLimit is the Go runtime's soft memory limit in bytes, as
 	// GOMEMLIMIT (0: none; Auto: see Config.gcSettings); GOMEMLIMIT in the
@@ -129,16 +129,19 @@ const (
 	// Auto, the default of GCPercent and MemoryLimit, has the gateway choose
 	// them (Config.gcSettings).
 	Auto = -2
-	// AutoGCPercent is the collector's target under a memory limit: the heap
+	// autoGCPercent is the collector's target under a memory limit: the heap
 	// may grow to five times what is live between collections, so a small
 	// heap is collected a fifth as often, and the limit bounds a large one.
-	AutoGCPercent = 400
+	autoGCPercent = 400
 	// autoLimitBase and autoLimitPerRequest make the automatic memory
 	// limit: the base for what any process holds, and about twice what one
 	// request of the benchmarks held live at most (docs/performance.md).
 	autoLimitBase       = 8 << 20
 	autoLimitPerRequest = 2 << 20
-	defaultLogFormat    = "json"
+	// maxAutoLimitRequests is where requests in flight stop being a bound
+	// that an automatic limit could follow (2 TiB of it).
+	maxAutoLimitRequests = 1 << 20
+	defaultLogFormat     = "json"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
 )
@@ -255,7 +258,7 @@ func (c Config) validate() error {
 	if c.GCPercent < -1 && c.GCPercent != Auto {
 		errs.Addf("gc-percent", c.GCPercent, "want auto, -1 (off) or a percentage such as 100")
 	}
-	if _, limit := c.gcSettings(false); c.GCPercent == -1 && limit == 0 {
+	if _, limit := c.gcSettings(); c.GCPercent == -1 && limit == 0 {
 		errs.Addf("gc-percent", c.GCPercent, "want a -memory-limit too: with neither, the heap would grow without bound")
 	}
 	if c.MaxBodyBytes <= 0 {
@@ -336,22 +339,22 @@ func (l *originList) Set(s string) error {
 // gcSettings resolves the Auto values of GCPercent and MemoryLimit.
 // The automatic memory limit is autoLimitBase and autoLimitPerRequest for
 // each request RequestsInFlight lets in at once (72 MiB at the default 32),
-// none when they are not bounded. The automatic target is AutoGCPercent
-// when a memory limit applies (this one, or GOMEMLIMIT when envLimit), the
-// runtime's 100 when none does: without a limit nothing would bound the
-// heap at five times what is live.
-func (c Config) gcSettings(envLimit bool) (percent int, limit int64) {
+// none when they are not bounded (0, or more than maxAutoLimitRequests).
+// The automatic target is AutoGCPercent under a memory limit, the runtime's
+// 100 without one: without a limit nothing would bound the heap at five
+// times what is live.
+func (c Config) gcSettings() (percent int, limit int64) {
 	percent, limit = c.GCPercent, c.MemoryLimit
 	if limit == Auto {
 		limit = 0
-		if c.RequestsInFlight > 0 {
-			limit = autoLimitBase + int64(c.RequestsInFlight)*autoLimitPerRequest
+		if n := c.RequestsInFlight; n > 0 && n <= maxAutoLimitRequests {
+			limit = autoLimitBase + int64(n)*autoLimitPerRequest
 		}
 	}
 	if percent == Auto {
 		percent = 100
-		if limit > 0 || envLimit {
-			percent = AutoGCPercent
+		if limit > 0 {
+			percent = autoGCPercent
 		}
 	}
 	return percent, limit

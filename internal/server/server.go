@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"time"
 
@@ -285,33 +286,57 @@ func baseURL(addr string) string {
 
 // setGC tunes the garbage collector with -gc-percent and -memory-limit,
 // each unless the Go runtime's own variable (GOGC, GOMEMLIMIT) is set, which
-// the runtime has then applied already and which wins.
+// the runtime has then applied already and which wins. A GOMEMLIMIT stands
+// in for -memory-limit in choosing the automatic target, so the target is
+// 400 only where some limit applies. The log says what applies, as the
+// runtime reads it, and where each setting comes from.
 func setGC(cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger) {
-	gogc, gogcSet := lookupEnv("GOGC")
-	limitText, limitSet := lookupEnv("GOMEMLIMIT")
-	percent, limit := cfg.gcSettings(limitSet && debug.SetMemoryLimit(-1) < math.MaxInt64)
+	gogcSet := envSet(lookupEnv, "GOGC")
+	limitSet := envSet(lookupEnv, "GOMEMLIMIT")
+	if limitSet {
+		cfg.MemoryLimit = debug.SetMemoryLimit(-1) // what the runtime read from GOMEMLIMIT
+		if cfg.MemoryLimit == math.MaxInt64 {
+			cfg.MemoryLimit = 0 // GOMEMLIMIT=off
+		}
+	}
+	percent, limit := cfg.gcSettings()
+	if percent == -1 && limit == 0 {
+		// Only GOMEMLIMIT=off under -gc-percent -1 comes here: the flags
+		// alone are refused so.
+		log.Warn("garbage collector: -gc-percent -1 needs a memory limit and GOMEMLIMIT is off; collecting at 100")
+		percent = 100
+	}
 	if !gogcSet {
 		debug.SetGCPercent(percent)
-		gogc = strconv.Itoa(percent)
 	}
 	if !limitSet {
-		if limit == 0 {
-			debug.SetMemoryLimit(math.MaxInt64) // the runtime's "no limit"
-		} else {
-			debug.SetMemoryLimit(limit)
-		}
-		limitText = memoryLimit{&limit}.String()
+		debug.SetMemoryLimit(cmp.Or(limit, math.MaxInt64)) // MaxInt64: the runtime's "no limit"
 	}
-	log.Info("garbage collector", "gc_percent", gogc, "gc_percent_from", from(gogcSet, "GOGC", cfg.GCPercent == Auto),
-		"memory_limit", limitText, "memory_limit_from", from(limitSet, "GOMEMLIMIT", cfg.MemoryLimit == Auto))
+	applied := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(applied)
+	appliedLimit := int64(applied[1].Value.Uint64())
+	if appliedLimit == math.MaxInt64 {
+		appliedLimit = 0
+	}
+	log.Info("garbage collector",
+		"gc_percent", strconv.FormatUint(applied[0].Value.Uint64(), 10), "gc_percent_from", gcSource(gogcSet, "GOGC", cfg.GCPercent),
+		"memory_limit", memoryLimit{&appliedLimit}.String(), "memory_limit_from", gcSource(limitSet, "GOMEMLIMIT", cfg.MemoryLimit))
 }
 
-// from names where a setting of the collector comes from.
-func from(env bool, name string, auto bool) string {
+// envSet reports whether the runtime's variable name is set as the runtime
+// reads it: an empty value is as unset.
+func envSet(lookupEnv func(string) (string, bool), name string) bool {
+	v, ok := lookupEnv(name)
+	return ok && v != ""
+}
+
+// gcSource names where a setting of the collector comes from: the runtime's
+// variable, the gateway's automatic choice, or the flag.
+func gcSource[T int | int64](env bool, variable string, setting T) string {
 	switch {
 	case env:
-		return name
-	case auto:
+		return variable
+	case setting == Auto:
 		return "auto"
 	}
 	return "flag"

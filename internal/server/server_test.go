@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -191,7 +192,7 @@ func TestParseConfigErrors(t *testing.T) {
 
 // TestGCSettings checks what the automatic settings of the collector come
 // to: a memory limit that grows with the requests let in at once, and the
-// higher target only where some limit bounds the heap.
+// higher target only where a limit bounds the heap.
 func TestGCSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -199,54 +200,80 @@ func TestGCSettings(t *testing.T) {
 		percent   int
 		limit     int64
 		inFlight  int
-		envLimit  bool
 		wantPct   int
 		wantLimit int64
 	}{
-		{"defaults", Auto, Auto, DefaultRequestsInFlight, false, 400, 72 << 20},
-		{"more requests in flight", Auto, Auto, 64, false, 400, 136 << 20},
-		{"requests not bounded", Auto, Auto, 0, false, 100, 0},
-		{"requests not bounded, GOMEMLIMIT", Auto, Auto, 0, true, 400, 0},
-		{"no limit", Auto, 0, DefaultRequestsInFlight, false, 100, 0},
-		{"a limit given", Auto, 1 << 30, DefaultRequestsInFlight, false, 400, 1 << 30},
-		{"a target given", 150, Auto, DefaultRequestsInFlight, false, 150, 72 << 20},
-		{"both given", -1, 50 << 20, 8, false, -1, 50 << 20},
+		{"defaults", Auto, Auto, DefaultRequestsInFlight, 400, 72 << 20},
+		{"more requests in flight", Auto, Auto, 64, 400, 136 << 20},
+		{"requests not bounded", Auto, Auto, 0, 100, 0},
+		{"requests past any limit", Auto, Auto, math.MaxInt, 100, 0},
+		{"most requests an automatic limit follows", Auto, Auto, maxAutoLimitRequests, 400, 8<<20 + 2<<40},
+		{"no limit", Auto, 0, DefaultRequestsInFlight, 100, 0},
+		{"a limit given", Auto, 1 << 30, DefaultRequestsInFlight, 400, 1 << 30},
+		{"a target given", 150, Auto, DefaultRequestsInFlight, 150, 72 << 20},
+		{"both given", -1, 50 << 20, 8, -1, 50 << 20},
 	}
 	for _, tt := range tests {
 		c := Config{GCPercent: tt.percent, MemoryLimit: tt.limit, RequestsInFlight: tt.inFlight}
-		if pct, limit := c.gcSettings(tt.envLimit); pct != tt.wantPct || limit != tt.wantLimit {
+		if pct, limit := c.gcSettings(); pct != tt.wantPct || limit != tt.wantLimit {
 			t.Errorf("%s: gcSettings = %d, %d; want %d, %d", tt.name, pct, limit, tt.wantPct, tt.wantLimit)
 		}
 	}
 }
 
+// appliedGC reads the collector's target and memory limit as the runtime
+// applies them (math.MaxInt64: no limit), without changing either.
+func appliedGC() (percent uint64, limit int64) {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), int64(s[1].Value.Uint64())
+}
+
 // TestSetGC checks that setGC applies the automatic settings, leaves a
-// variable of the runtime's in force, and says which applies.
+// variable of the runtime's in force and chooses the target by it, and says
+// what applies and where it comes from.
 func TestSetGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-
-	setGC(Config{GCPercent: Auto, MemoryLimit: Auto, RequestsInFlight: 32}, envMap(nil), log)
-	if pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); pct != 400 || limit != 72<<20 {
-		t.Errorf("automatic: GOGC %d, limit %d; want 400 and 72 MiB", pct, limit)
+	auto := Config{GCPercent: Auto, MemoryLimit: Auto, RequestsInFlight: 32}
+	tests := []struct {
+		name      string
+		cfg       Config
+		env       map[string]string
+		runtime   int64 // the limit the runtime read from GOMEMLIMIT, when set
+		wantPct   uint64
+		wantLimit int64
+		wantLog   []string
+	}{
+		{"automatic", auto, nil, 0, 400, 72 << 20,
+			[]string{`"gc_percent":"400"`, `"gc_percent_from":"auto"`, `"memory_limit":"72MiB"`, `"memory_limit_from":"auto"`}},
+		{"no limit", Config{GCPercent: Auto, MemoryLimit: 0, RequestsInFlight: 32}, nil, 0, 100, math.MaxInt64,
+			[]string{`"gc_percent":"100"`, `"memory_limit":"0"`, `"memory_limit_from":"flag"`}},
+		{"GOMEMLIMIT", auto, map[string]string{"GOMEMLIMIT": "300MiB"}, 300 << 20, 400, 300 << 20,
+			[]string{`"gc_percent":"400"`, `"memory_limit":"300MiB"`, `"memory_limit_from":"GOMEMLIMIT"`}},
+		{"GOMEMLIMIT off", auto, map[string]string{"GOMEMLIMIT": "off"}, math.MaxInt64, 100, math.MaxInt64,
+			[]string{`"gc_percent":"100"`, `"memory_limit":"0"`, `"memory_limit_from":"GOMEMLIMIT"`}},
+		{"GOMEMLIMIT off, collector off", Config{GCPercent: -1, MemoryLimit: Auto, RequestsInFlight: 32},
+			map[string]string{"GOMEMLIMIT": "off"}, math.MaxInt64, 100, math.MaxInt64,
+			[]string{`"level":"WARN"`, `"gc_percent":"100"`}},
+		{"GOMEMLIMIT empty is unset", auto, map[string]string{"GOMEMLIMIT": ""}, math.MaxInt64, 400, 72 << 20,
+			[]string{`"memory_limit":"72MiB"`, `"memory_limit_from":"auto"`}},
 	}
-	setGC(Config{GCPercent: Auto, MemoryLimit: 0, RequestsInFlight: 32}, envMap(nil), log)
-	if pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); pct != 100 || limit != math.MaxInt64 {
-		t.Errorf("no limit: GOGC %d, limit %d; want 100 and none", pct, limit)
-	}
-	// GOMEMLIMIT as the runtime read it at start: the limit is its, and the
-	// automatic target is the one under a limit.
-	debug.SetMemoryLimit(300 << 20)
-	logs.Reset()
-	setGC(Config{GCPercent: Auto, MemoryLimit: Auto, RequestsInFlight: 0}, envMap(map[string]string{"GOMEMLIMIT": "300MiB"}), log)
-	if pct, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1); pct != 400 || limit != 300<<20 {
-		t.Errorf("GOMEMLIMIT: GOGC %d, limit %d; want 400 and 300 MiB", pct, limit)
-	}
-	for _, want := range []string{`"gc_percent":"400"`, `"gc_percent_from":"auto"`, `"memory_limit":"300MiB"`, `"memory_limit_from":"GOMEMLIMIT"`} {
-		if !strings.Contains(logs.String(), want) {
-			t.Errorf("log %s lacks %s", logs.String(), want)
+	for _, tt := range tests {
+		if tt.runtime != 0 {
+			debug.SetMemoryLimit(tt.runtime)
+		}
+		logs.Reset()
+		setGC(tt.cfg, envMap(tt.env), log)
+		if pct, limit := appliedGC(); pct != tt.wantPct || limit != tt.wantLimit {
+			t.Errorf("%s: GOGC %d, limit %d; want %d, %d", tt.name, pct, limit, tt.wantPct, tt.wantLimit)
+		}
+		for _, want := range tt.wantLog {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("%s: log %s lacks %s", tt.name, logs.String(), want)
+			}
 		}
 	}
 }
