@@ -312,15 +312,23 @@ func setGC(cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger) 
 	if !limitSet {
 		debug.SetMemoryLimit(cmp.Or(limit, math.MaxInt64)) // MaxInt64: the runtime's "no limit"
 	}
-	applied := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
-	metrics.Read(applied)
-	appliedLimit := int64(applied[1].Value.Uint64())
-	if appliedLimit == math.MaxInt64 {
-		appliedLimit = 0
-	}
+	percent, limit = appliedGC()
 	log.Info("garbage collector",
-		"gc_percent", strconv.FormatUint(applied[0].Value.Uint64(), 10), "gc_percent_from", gcSource(gogcSet, "GOGC", cfg.GCPercent),
-		"memory_limit", memoryLimit{&appliedLimit}.String(), "memory_limit_from", gcSource(limitSet, "GOMEMLIMIT", cfg.MemoryLimit))
+		"gc_percent", strconv.Itoa(percent), "gc_percent_from", gcSource(gogcSet, "GOGC", cfg.GCPercent),
+		"memory_limit", memoryLimit{&limit}.String(), "memory_limit_from", gcSource(limitSet, "GOMEMLIMIT", cfg.MemoryLimit))
+}
+
+// appliedGC reads the collector's target (-1: off) and memory limit (0:
+// none) as the runtime applies them, without changing either.
+func appliedGC() (percent int, limit int64) {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(s)
+	// The runtime gives the target as a uint64 of its int32: -1 when off.
+	percent, limit = int(int32(s[0].Value.Uint64())), int64(s[1].Value.Uint64())
+	if limit == math.MaxInt64 {
+		limit = 0
+	}
+	return percent, limit
 }
 
 // envSet reports whether the runtime's variable name is set as the runtime

@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -221,14 +220,6 @@ func TestGCSettings(t *testing.T) {
 	}
 }
 
-// appliedGC reads the collector's target and memory limit as the runtime
-// applies them (math.MaxInt64: no limit), without changing either.
-func appliedGC() (percent uint64, limit int64) {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64(), int64(s[1].Value.Uint64())
-}
-
 // TestSetGC checks that setGC applies the automatic settings, leaves a
 // variable of the runtime's in force and chooses the target by it, and says
 // what applies and where it comes from.
@@ -243,21 +234,23 @@ func TestSetGC(t *testing.T) {
 		cfg       Config
 		env       map[string]string
 		runtime   int64 // the limit the runtime read from GOMEMLIMIT, when set
-		wantPct   uint64
+		wantPct   int
 		wantLimit int64
 		wantLog   []string
 	}{
 		{"automatic", auto, nil, 0, 400, 72 << 20,
 			[]string{`"gc_percent":"400"`, `"gc_percent_from":"auto"`, `"memory_limit":"72MiB"`, `"memory_limit_from":"auto"`}},
-		{"no limit", Config{GCPercent: Auto, MemoryLimit: 0, RequestsInFlight: 32}, nil, 0, 100, math.MaxInt64,
+		{"no limit", Config{GCPercent: Auto, MemoryLimit: 0, RequestsInFlight: 32}, nil, 0, 100, 0,
 			[]string{`"gc_percent":"100"`, `"memory_limit":"0"`, `"memory_limit_from":"flag"`}},
 		{"GOMEMLIMIT", auto, map[string]string{"GOMEMLIMIT": "300MiB"}, 300 << 20, 400, 300 << 20,
 			[]string{`"gc_percent":"400"`, `"memory_limit":"300MiB"`, `"memory_limit_from":"GOMEMLIMIT"`}},
-		{"GOMEMLIMIT off", auto, map[string]string{"GOMEMLIMIT": "off"}, math.MaxInt64, 100, math.MaxInt64,
+		{"GOMEMLIMIT off", auto, map[string]string{"GOMEMLIMIT": "off"}, math.MaxInt64, 100, 0,
 			[]string{`"gc_percent":"100"`, `"memory_limit":"0"`, `"memory_limit_from":"GOMEMLIMIT"`}},
 		{"GOMEMLIMIT off, collector off", Config{GCPercent: -1, MemoryLimit: Auto, RequestsInFlight: 32},
-			map[string]string{"GOMEMLIMIT": "off"}, math.MaxInt64, 100, math.MaxInt64,
+			map[string]string{"GOMEMLIMIT": "off"}, math.MaxInt64, 100, 0,
 			[]string{`"level":"WARN"`, `"gc_percent":"100"`}},
+		{"collector off under a limit", Config{GCPercent: -1, MemoryLimit: 100 << 20, RequestsInFlight: 32}, nil, 0, -1, 100 << 20,
+			[]string{`"gc_percent":"-1"`, `"gc_percent_from":"flag"`, `"memory_limit":"100MiB"`, `"memory_limit_from":"flag"`}},
 		{"GOMEMLIMIT empty is unset", auto, map[string]string{"GOMEMLIMIT": ""}, math.MaxInt64, 400, 72 << 20,
 			[]string{`"memory_limit":"72MiB"`, `"memory_limit_from":"auto"`}},
 	}
