@@ -63,7 +63,7 @@ type ID struct {
 // NodeID returns the global ID of the object of type typ (not Planning)
 // whose REST id is key.
 func NodeID(typ, key string) string {
-	return b64.EncodeToString([]byte(typ + ":" + url.QueryEscape(key)))
+	return encodeID(typ, url.QueryEscape(key), "")
 }
 
 // BudgetID returns the global ID of a budget.
@@ -71,7 +71,21 @@ func BudgetID(budgetID string) string { return NodeID(TypeBudget, budgetID) }
 
 // PlanningID returns the global ID of a planning row of a budget.
 func PlanningID(budgetID, planningID string) string {
-	return b64.EncodeToString([]byte(TypePlanning + ":" + url.QueryEscape(budgetID) + ":" + url.QueryEscape(planningID)))
+	return encodeID(TypePlanning, url.QueryEscape(budgetID), url.QueryEscape(planningID))
+}
+
+// encodeID returns the base64 of "a:b", or of "a:b:c" when c is not empty.
+// Both steps are in buffers on the stack for IDs of usual length, so the
+// string is the one allocation: a page of budgets has an ID for each of
+// them and of their planning rows.
+func encodeID(a, b, c string) string {
+	var rawBuf [96]byte
+	raw := append(append(append(rawBuf[:0], a...), ':'), b...)
+	if c != "" {
+		raw = append(append(raw, ':'), c...)
+	}
+	var encBuf [128]byte
+	return string(b64.AppendEncode(encBuf[:0], raw))
 }
 
 // ParseID decodes a global ID. Anything that is not one this package made is
@@ -117,7 +131,8 @@ func decodeCanonical(s string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b64.EncodeToString(raw) != s {
+	var buf [128]byte
+	if string(b64.AppendEncode(buf[:0], raw)) != s {
 		return nil, errors.New("not in canonical form")
 	}
 	return raw, nil

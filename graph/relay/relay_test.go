@@ -312,3 +312,14 @@ func FuzzDecodeCursor(f *testing.F) {
 		}
 	})
 }
+
+// A global ID costs one allocation, its string: a page of budgets has an ID
+// for each budget and each of its planning rows.
+func TestIDAllocations(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = relay.PlanningID("b-1234", "p-5678") }); n != 1 {
+		t.Errorf("PlanningID: %v allocations, want 1", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = relay.BudgetID("b-1234") }); n != 1 {
+		t.Errorf("BudgetID: %v allocations, want 1", n)
+	}
+}
