@@ -16,15 +16,15 @@ import (
 	"github.com/costgw/gateway/upstream"
 )
 
-func (r *budgetResolver) ID(ctx context.Context, obj *upstream.Budget) (string, error) {
+func (r budgetResolver) ID(ctx context.Context, obj *upstream.Budget) (string, error) {
 	return relay.BudgetID(obj.ID), nil
 }
 
-func (r *budgetResolver) Plannings(ctx context.Context, obj *upstream.Budget) ([]upstream.Planning, error) {
+func (r budgetResolver) Plannings(ctx context.Context, obj *upstream.Budget) ([]upstream.Planning, error) {
 	return budgetPlannings(ctx, obj)
 }
 
-func (r *budgetResolver) Metrics(ctx context.Context, obj *upstream.Budget) (*upstream.BudgetMetrics, error) {
+func (r budgetResolver) Metrics(ctx context.Context, obj *upstream.Budget) (*upstream.BudgetMetrics, error) {
 	d, err := budgetDetail(ctx, obj.ID)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (r *budgetResolver) Metrics(ctx context.Context, obj *upstream.Budget) (*up
 	return &d.Metrics, nil
 }
 
-func (r *budgetResolver) Dimensions(ctx context.Context, obj *upstream.Budget) ([]json.RawMessage, error) {
+func (r budgetResolver) Dimensions(ctx context.Context, obj *upstream.Budget) ([]json.RawMessage, error) {
 	d, err := budgetDetail(ctx, obj.ID)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func (r *budgetResolver) Dimensions(ctx context.Context, obj *upstream.Budget) (
 	return d.Dimensions, nil
 }
 
-func (r *budgetResolver) Actuals(ctx context.Context, obj *upstream.Budget) (*model.BudgetActuals, error) {
+func (r budgetResolver) Actuals(ctx context.Context, obj *upstream.Budget) (*model.BudgetActuals, error) {
 	a, err := budgetActuals(ctx, obj.ID)
 	if err != nil {
 		return nil, err
@@ -48,27 +48,27 @@ func (r *budgetResolver) Actuals(ctx context.Context, obj *upstream.Budget) (*mo
 	return actualsModel(a, selects(ctx, "BudgetActuals", "byPlanning"))
 }
 
-func (r *explorerReportResolver) ID(ctx context.Context, obj *upstream.ExplorerReport) (string, error) {
+func (r explorerReportResolver) ID(ctx context.Context, obj *upstream.ExplorerReport) (string, error) {
 	return relay.NodeID(relay.TypeExplorerReport, obj.ID), nil
 }
 
-func (r *mutationResolver) CreateBudget(ctx context.Context, input model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
+func (r mutationResolver) CreateBudget(ctx context.Context, input model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
 	return r.createBudget(ctx, input)
 }
 
-func (r *mutationResolver) UpdateBudget(ctx context.Context, input model.UpdateBudgetInput) (*model.UpdateBudgetPayload, error) {
+func (r mutationResolver) UpdateBudget(ctx context.Context, input model.UpdateBudgetInput) (*model.UpdateBudgetPayload, error) {
 	return r.updateBudget(ctx, input)
 }
 
-func (r *mutationResolver) DeleteBudget(ctx context.Context, input model.DeleteBudgetInput) (*model.DeleteBudgetPayload, error) {
+func (r mutationResolver) DeleteBudget(ctx context.Context, input model.DeleteBudgetInput) (*model.DeleteBudgetPayload, error) {
 	return r.deleteBudget(ctx, input)
 }
 
-func (r *planningResolver) ID(ctx context.Context, obj *upstream.Planning) (string, error) {
+func (r planningResolver) ID(ctx context.Context, obj *upstream.Planning) (string, error) {
 	return relay.PlanningID(obj.BudgetID, obj.ID), nil
 }
 
-func (r *planningResolver) Budget(ctx context.Context, obj *upstream.Planning) (*upstream.Budget, error) {
+func (r planningResolver) Budget(ctx context.Context, obj *upstream.Planning) (*upstream.Budget, error) {
 	d, err := budgetDetail(ctx, obj.BudgetID)
 	if err != nil {
 		return nil, err
@@ -76,11 +76,11 @@ func (r *planningResolver) Budget(ctx context.Context, obj *upstream.Planning) (
 	return &d.Budget, nil
 }
 
-func (r *planningResolver) TargetItems(ctx context.Context, obj *upstream.Planning) ([]model.TargetItem, error) {
+func (r planningResolver) TargetItems(ctx context.Context, obj *upstream.Planning) ([]model.TargetItem, error) {
 	return targetItems(obj.TargetItems), nil
 }
 
-func (r *planningResolver) Actuals(ctx context.Context, obj *upstream.Planning) ([]model.PeriodAmount, error) {
+func (r planningResolver) Actuals(ctx context.Context, obj *upstream.Planning) ([]model.PeriodAmount, error) {
 	a, err := budgetActuals(ctx, obj.BudgetID)
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func (r *planningResolver) Actuals(ctx context.Context, obj *upstream.Planning) 
 	return periodAmounts(a.ActualsByPlanning[obj.ID]), nil
 }
 
-func (r *queryResolver) Budgets(ctx context.Context, first *int, after *string) (*model.BudgetConnection, error) {
+func (r queryResolver) Budgets(ctx context.Context, first *int, after *string) (*model.BudgetConnection, error) {
 	w, err := page(ctx, r.Cursors, connBudgets, first, after, r.Client.Budgets.List)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (r *queryResolver) Budgets(ctx context.Context, first *int, after *string) 
 	}, nil
 }
 
-func (r *queryResolver) Budget(ctx context.Context, id string) (*upstream.Budget, error) {
+func (r queryResolver) Budget(ctx context.Context, id string) (*upstream.Budget, error) {
 	bid, err := parseID(id, relay.TypeBudget)
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func (r *queryResolver) Budget(ctx context.Context, id string) (*upstream.Budget
 	return &d.Budget, nil
 }
 
-func (r *queryResolver) BudgetLookback(ctx context.Context, input model.BudgetLookbackInput) (*upstream.Lookback, error) {
+func (r queryResolver) BudgetLookback(ctx context.Context, input model.BudgetLookbackInput) (*upstream.Lookback, error) {
 	req := &upstream.LookbackRequest{ExplorerReportID: input.ExplorerReportID, StartDate: input.StartDate}
 	if v := input.Period.Value(); v != nil {
 		req.Period = *v
@@ -133,25 +133,25 @@ func (r *queryResolver) BudgetLookback(ctx context.Context, input model.BudgetLo
 	return r.Client.Budgets.Lookback(ctx, req)
 }
 
-func (r *queryResolver) BudgetLookbackPreview(ctx context.Context) (*upstream.Lookback, error) {
+func (r queryResolver) BudgetLookbackPreview(ctx context.Context) (*upstream.Lookback, error) {
 	return r.Client.Budgets.LookbackPreview(ctx)
 }
 
-func (r *userResolver) ID(ctx context.Context, obj *upstream.User) (string, error) {
+func (r userResolver) ID(ctx context.Context, obj *upstream.User) (string, error) {
 	return relay.NodeID(relay.TypeUser, obj.ID), nil
 }
 
-func (r *Resolver) Budget() generated.BudgetResolver { return &budgetResolver{r} }
+func (r *Resolver) Budget() generated.BudgetResolver { return budgetResolver{r} }
 
 func (r *Resolver) ExplorerReport() generated.ExplorerReportResolver {
-	return &explorerReportResolver{r}
+	return explorerReportResolver{r}
 }
 
-func (r *Resolver) Mutation() generated.MutationResolver { return &mutationResolver{r} }
+func (r *Resolver) Mutation() generated.MutationResolver { return mutationResolver{r} }
 
-func (r *Resolver) Planning() generated.PlanningResolver { return &planningResolver{r} }
+func (r *Resolver) Planning() generated.PlanningResolver { return planningResolver{r} }
 
-func (r *Resolver) User() generated.UserResolver { return &userResolver{r} }
+func (r *Resolver) User() generated.UserResolver { return userResolver{r} }
 
 type (
 	budgetResolver         struct{ *Resolver }

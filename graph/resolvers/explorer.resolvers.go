@@ -14,7 +14,7 @@ import (
 	"github.com/costgw/gateway/upstream"
 )
 
-func (r *explorerResolver) Summary(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerSummary, error) {
+func (r explorerResolver) Summary(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerSummary, error) {
 	l, err := loadersFor(ctx)
 	if err != nil {
 		return nil, err
@@ -22,7 +22,7 @@ func (r *explorerResolver) Summary(ctx context.Context, obj *model.Explorer, que
 	return l.Summary().Load(ctx, explorerKey(query))()
 }
 
-func (r *explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerPreviousPeriod, error) {
+func (r explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerPreviousPeriod, error) {
 	l, err := loadersFor(ctx)
 	if err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func (r *explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explor
 	return l.PreviousPeriod().Load(ctx, explorerKey(query))()
 }
 
-func (r *explorerResolver) History(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHistory, error) {
+func (r explorerResolver) History(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHistory, error) {
 	l, err := loadersFor(ctx)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (r *explorerResolver) History(ctx context.Context, obj *model.Explorer, que
 	return l.History().Load(ctx, explorerKey(query))()
 }
 
-func (r *explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHeatmap, error) {
+func (r explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHeatmap, error) {
 	l, err := loadersFor(ctx)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (r *explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, que
 	return l.Heatmap().Load(ctx, explorerKey(query))()
 }
 
-func (r *explorerResolver) DimensionValues(ctx context.Context, obj *model.Explorer, key string) (*upstream.DimensionValues, error) {
+func (r explorerResolver) DimensionValues(ctx context.Context, obj *model.Explorer, key string) (*upstream.DimensionValues, error) {
 	if key == "" {
 		return nil, codes.Errorf(codes.BadUserInput, "key must not be empty")
 	}
@@ -57,18 +57,18 @@ func (r *explorerResolver) DimensionValues(ctx context.Context, obj *model.Explo
 	return l.DimensionValues().Load(ctx, key)()
 }
 
-func (r *explorerHistoryResolver) CostRows(ctx context.Context, obj *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {
+func (r explorerHistoryResolver) CostRows(ctx context.Context, obj *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {
 	return historyRows(obj, selects(ctx, "HistoryCostRow", "raw"))
 }
 
-func (r *queryResolver) Explorer(ctx context.Context) (*model.Explorer, error) {
+func (r queryResolver) Explorer(ctx context.Context) (*model.Explorer, error) {
 	return &model.Explorer{}, nil
 }
 
-func (r *Resolver) Explorer() generated.ExplorerResolver { return &explorerResolver{r} }
+func (r *Resolver) Explorer() generated.ExplorerResolver { return explorerResolver{r} }
 
 func (r *Resolver) ExplorerHistory() generated.ExplorerHistoryResolver {
-	return &explorerHistoryResolver{r}
+	return explorerHistoryResolver{r}
 }
 
 type (

@@ -15,15 +15,15 @@ import (
 	"github.com/costgw/gateway/upstream"
 )
 
-func (r *anomalyResolver) ID(ctx context.Context, obj *upstream.Anomaly) (string, error) {
+func (r anomalyResolver) ID(ctx context.Context, obj *upstream.Anomaly) (string, error) {
 	return relay.NodeID(relay.TypeAnomaly, obj.AnomalyID), nil
 }
 
-func (r *anomalyResolver) Extra(ctx context.Context, obj *upstream.Anomaly) (json.RawMessage, error) {
+func (r anomalyResolver) Extra(ctx context.Context, obj *upstream.Anomaly) (json.RawMessage, error) {
 	return extra(obj.Extra)
 }
 
-func (r *queryResolver) Recommendations(ctx context.Context, first *int, after *string) (*model.RecommendationConnection, error) {
+func (r queryResolver) Recommendations(ctx context.Context, first *int, after *string) (*model.RecommendationConnection, error) {
 	w, err := page(ctx, r.Cursors, connRecommendations, first, after, r.Client.Recommendations.List)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func (r *queryResolver) Recommendations(ctx context.Context, first *int, after *
 	}, nil
 }
 
-func (r *queryResolver) Anomalies(ctx context.Context, first *int, after *string) (*model.AnomalyConnection, error) {
+func (r queryResolver) Anomalies(ctx context.Context, first *int, after *string) (*model.AnomalyConnection, error) {
 	w, err := page(ctx, r.Cursors, connAnomalies, first, after, r.Client.Anomalies.List)
 	if err != nil {
 		return nil, err
@@ -49,18 +49,18 @@ func (r *queryResolver) Anomalies(ctx context.Context, first *int, after *string
 	}, nil
 }
 
-func (r *recommendationResolver) ID(ctx context.Context, obj *upstream.Recommendation) (string, error) {
+func (r recommendationResolver) ID(ctx context.Context, obj *upstream.Recommendation) (string, error) {
 	return relay.NodeID(relay.TypeRecommendation, obj.RecommendationID), nil
 }
 
-func (r *recommendationResolver) Extra(ctx context.Context, obj *upstream.Recommendation) (json.RawMessage, error) {
+func (r recommendationResolver) Extra(ctx context.Context, obj *upstream.Recommendation) (json.RawMessage, error) {
 	return extra(obj.Extra)
 }
 
-func (r *Resolver) Anomaly() generated.AnomalyResolver { return &anomalyResolver{r} }
+func (r *Resolver) Anomaly() generated.AnomalyResolver { return anomalyResolver{r} }
 
 func (r *Resolver) Recommendation() generated.RecommendationResolver {
-	return &recommendationResolver{r}
+	return recommendationResolver{r}
 }
 
 type (

@@ -82,7 +82,7 @@ func raw(in graphql.Omittable[json.RawMessage]) json.RawMessage {
 	return json.RawMessage("null")
 }
 
-func (r *mutationResolver) createBudget(ctx context.Context, in model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
+func (r mutationResolver) createBudget(ctx context.Context, in model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
 	var ue userErrors
 	key := idempotencyKey(in.IdempotencyKey, &ue)
 	if in.Name == "" {
@@ -148,7 +148,7 @@ func write(ctx context.Context, changed string, ue userErrors, send func() (*ups
 	return b, []model.UserError{}, nil
 }
 
-func (r *mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudgetInput) (*model.UpdateBudgetPayload, error) {
+func (r mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudgetInput) (*model.UpdateBudgetPayload, error) {
 	id, err := parseID(in.ID, relay.TypeBudget)
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func required[T any](in graphql.Omittable[*T], field string, ue *userErrors) *T 
 	return in.Value()
 }
 
-func (r *mutationResolver) deleteBudget(ctx context.Context, in model.DeleteBudgetInput) (*model.DeleteBudgetPayload, error) {
+func (r mutationResolver) deleteBudget(ctx context.Context, in model.DeleteBudgetInput) (*model.DeleteBudgetPayload, error) {
 	id, err := parseID(in.ID, relay.TypeBudget)
 	if err != nil {
 		return nil, err

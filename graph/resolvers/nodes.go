@@ -21,7 +21,7 @@ import (
 
 // nodes resolves global IDs concurrently (through the loaders); a failing ID
 // is null in the list with its own error at its index.
-func (r *queryResolver) nodes(ctx context.Context, ids []string) ([]model.Node, error) {
+func (r queryResolver) nodes(ctx context.Context, ids []string) ([]model.Node, error) {
 	if len(ids) > cost.MaxNodes {
 		return nil, codes.Errorf(codes.BadUserInput, "nodes takes at most %d ids, got %d", cost.MaxNodes, len(ids))
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/costgw/gateway/upstream"
 )
 
-func (r *queryResolver) ScheduledNotifications(ctx context.Context, first *int, after *string) (*model.ScheduledNotificationConnection, error) {
+func (r queryResolver) ScheduledNotifications(ctx context.Context, first *int, after *string) (*model.ScheduledNotificationConnection, error) {
 	w, err := page(ctx, r.Cursors, connNotifications, first, after, r.Client.Notifications.ListScheduled)
 	if err != nil {
 		return nil, err
@@ -33,12 +33,12 @@ func (r *queryResolver) ScheduledNotifications(ctx context.Context, first *int, 
 	}, nil
 }
 
-func (r *scheduledNotificationResolver) ID(ctx context.Context, obj *upstream.ScheduledNotification) (string, error) {
+func (r scheduledNotificationResolver) ID(ctx context.Context, obj *upstream.ScheduledNotification) (string, error) {
 	return relay.NodeID(relay.TypeScheduledNotification, obj.ID), nil
 }
 
 func (r *Resolver) ScheduledNotification() generated.ScheduledNotificationResolver {
-	return &scheduledNotificationResolver{r}
+	return scheduledNotificationResolver{r}
 }
 
 type scheduledNotificationResolver struct{ *Resolver }

@@ -12,18 +12,18 @@ import (
 	"github.com/costgw/gateway/graph/model"
 )
 
-func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
+func (r queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
 	return node(ctx, id)
 }
 
-func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, error) {
+func (r queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, error) {
 	return r.nodes(ctx, ids)
 }
 
-func (r *queryResolver) Cost(ctx context.Context) (*model.QueryCost, error) {
+func (r queryResolver) Cost(ctx context.Context) (*model.QueryCost, error) {
 	return queryCost(ctx), nil
 }
 
-func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
+func (r *Resolver) Query() generated.QueryResolver { return queryResolver{r} }
 
 type queryResolver struct{ *Resolver }
