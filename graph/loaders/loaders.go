@@ -1,17 +1,19 @@
-// Package loaders holds the per-request dataloaders of the gateway, built on
-// github.com/graph-gophers/dataloader/v7.
+// Package loaders holds the per-request loaders of the gateway: each keeps
+// the thunks of its keys in a github.com/graph-gophers/dataloader/v7 cache.
 //
 // A Loaders set is made for each HTTP request by Middleware and lives in the
 // request's context, so its cache never outlives the request and never mixes
 // the bearer keys of two callers. Within a request, a key is fetched once
 // however many fields ask for it.
 //
-// The upstream has no batch endpoint: a batch of n keys is n calls, sent at
-// once under a per-request bound on calls in flight. Waiting for a batch to
-// fill would add latency to every tier of a nested query, so the batch window
-// is zero: a key's call starts as soon as a resolver first asks for it, and a
-// nested query costs one upstream latency per tier (measured in
-// docs/benchmarks.md).
+// The upstream has no batch endpoint: a batch of n keys would be n calls.
+// So a key's call starts as soon as a resolver first asks for it, under a
+// per-request bound on calls in flight, and a nested query costs one
+// upstream latency per tier (measured in docs/benchmarks.md). dataloader's
+// batcher, with no batch window, did the same through two goroutines, a
+// timer and a channel for every batch before any call started: the loaders
+// use its cache and its Thunk, not its batcher (docs/performance.md, the
+// ninth pass).
 package loaders
 
 import (
@@ -77,24 +79,82 @@ type lazy[K comparable, V any] struct {
 	l    atomic.Pointer[Loader[K, V]] // nil until made
 }
 
-// Loader is a dataloader that answers a key it holds from its cache.
-//
-// dataloader's own Load makes a channel, the state of a new thunk and its
-// tracer's callback before it looks in its cache, so every load of a key
-// already loaded cost four allocations and the loader's lock. Most loads are of such keys: a list's
-// lookahead starts the loads of every budget, and each budget's fields, and
-// each planning's actuals, load the same keys again.
+// Loader is one request's loader of one kind of key: a key's call starts
+// when a resolver first asks for it, and every later ask gets the same
+// thunk from the loader's cache.
 type Loader[K comparable, V any] struct {
-	*dataloader.Loader[K, V]
+	f     *fetcher
+	fetch func(context.Context, K) (V, error)
+	mu    sync.Mutex // held while a key's thunk is made and cached
 	cache *dataloader.InMemoryCache[K, V]
 }
 
-// Load returns the thunk of key, the one in the cache if it is there.
+// Load returns the thunk of key: the one in the cache if it is there, or a
+// new one whose call starts now.
 func (l *Loader[K, V]) Load(ctx context.Context, key K) dataloader.Thunk[V] {
 	if t, ok := l.cache.Get(ctx, key); ok {
 		return t
 	}
-	return l.Loader.Load(ctx, key)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.cache.Get(ctx, key); ok {
+		return t
+	}
+	c := &call[V]{done: make(chan struct{})}
+	l.cache.Set(ctx, key, c.wait)
+	if l.f.pooled.Add(1) <= pooledCalls {
+		gopool.Go(func() {
+			c.v, c.err = fetchOne(ctx, l.f, l.fetch, key)
+			l.f.pooled.Add(-1)
+			close(c.done)
+		})
+	} else {
+		l.f.pooled.Add(-1)
+		go func() {
+			c.v, c.err = fetchOne(ctx, l.f, l.fetch, key)
+			close(c.done)
+		}()
+	}
+	return c.wait
+}
+
+// pooledCalls is how many of a request's calls run on goroutines kept from
+// earlier work (internal/gopool) at once: a budget's detail and actuals,
+// the dashboard's four reports. Each decodes its answer deep in the JSON
+// decoder, which on a new goroutine would grow its stack there. A wider
+// tier's other calls (an overview's hundred) run on goroutines of their
+// own: a pool as wide as the widest tier is mostly idle goroutines whose
+// stacks the collector shrinks meanwhile. With every call pooled, the
+// overview measured 6 and 10 % fewer requests per CPU-second in two runs
+// side by side (the third pass of docs/performance.md had found 3 to 4 %).
+const pooledCalls = 4
+
+// call is one key's call and, once done is closed, its answer.
+type call[V any] struct {
+	done chan struct{}
+	v    V
+	err  error
+}
+
+func (c *call[V]) wait() (V, error) {
+	<-c.done
+	return c.v, c.err
+}
+
+// Prime gives key the value v, unless the loader holds key already.
+func (l *Loader[K, V]) Prime(ctx context.Context, key K, v V) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.cache.Get(ctx, key); !ok {
+		l.cache.Set(ctx, key, func() (V, error) { return v, nil })
+	}
+}
+
+// Clear drops what the loader holds for key.
+func (l *Loader[K, V]) Clear(ctx context.Context, key K) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cache.Delete(ctx, key)
 }
 
 // clear drops what the loader holds for key, if it was made.
@@ -183,75 +243,27 @@ func New(c *upstream.Client, o Options) *Loaders {
 // bound on calls in flight, and with their panics recovered and logged.
 type fetcher struct {
 	sem     chan struct{}
+	pooled  atomic.Int32 // calls on the pool, or about to be
 	log     *slog.Logger
 	onPanic func()
 }
 
-// newLoader returns a loader with no batch window whose batches fetch each
-// key with its own call, under the request's semaphore.
-//
-// A batch's channel of keys holds batchInput of them; a longer batch waits
-// for the batch's goroutine to take them in, which it does as they come. The
-// library's default room for a thousand took 8 KiB for every batch, most
-// of them one key long: 18 % of the bytes the gateway allocated for a
-// budget's detail (make profile QUERY=BudgetDetail).
-//
-// No call runs on the batch's goroutine, even when the batch is one key
-// (fanOut says where they run): measured, the overview spent twice the CPU
-// on growing stacks (5 % → 10 %) with the calls on the batches' goroutines.
+// newLoader returns a loader whose keys are fetched with fetch under the
+// request's semaphore.
 func newLoader[K comparable, V any](f *fetcher, fetch func(context.Context, K) (V, error)) *Loader[K, V] {
-	c := dataloader.NewCache[K, V]()
-	return &Loader[K, V]{dataloader.NewBatchedLoader(fanOut(f, fetch), dataloader.WithWait[K, V](0),
-		dataloader.WithInputCapacity[K, V](batchInput), dataloader.WithCache[K, V](c)), c}
-}
-
-// batchInput is the room of a batch's channel of keys: a page of 50
-// budgets' details, or their actuals, without a wait.
-const batchInput = 64
-
-// fanOut makes a batch function that fetches each key with its own call, all
-// at once under the semaphore, and answers in the order of the keys.
-//
-// The call of a batch of one key (a budget's detail, a list, each of the
-// dashboard's reports) runs on a goroutine of internal/gopool, whose stack
-// has grown already: decoding the answer grew a new goroutine's stack deep
-// in the decoder, where a copy walks many frames. A wider batch's calls run
-// on goroutines of their own: an overview has a hundred in flight, and a
-// pool that wide was mostly idle goroutines whose stacks the collector had
-// shrunk meanwhile (measured, the overview and the dashboard cost 3 to 4 %
-// more CPU with every call pooled).
-func fanOut[K comparable, V any](f *fetcher, fetch func(context.Context, K) (V, error)) dataloader.BatchFunc[K, V] {
-	return func(ctx context.Context, keys []K) []*dataloader.Result[V] {
-		results := make([]*dataloader.Result[V], len(keys))
-		var wg sync.WaitGroup
-		if len(keys) == 1 {
-			wg.Add(1)
-			gopool.Go(func() {
-				defer wg.Done()
-				results[0] = fetchOne(ctx, f, fetch, keys[0])
-			})
-		} else {
-			for i, key := range keys {
-				wg.Go(func() {
-					results[i] = fetchOne(ctx, f, fetch, key)
-				})
-			}
-		}
-		wg.Wait()
-		return results
-	}
+	return &Loader[K, V]{f: f, fetch: fetch, cache: dataloader.NewCache[K, V]()}
 }
 
 // fetchOne makes one key's call once the semaphore has room.
-func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(context.Context, K) (V, error), key K) (r *dataloader.Result[V]) {
+func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(context.Context, K) (V, error), key K) (v V, err error) {
 	select {
 	case f.sem <- struct{}{}:
 	case <-ctx.Done():
-		return &dataloader.Result[V]{Error: ctx.Err()}
+		return v, ctx.Err()
 	}
 	defer func() { <-f.sem }()
-	// A panic in this goroutine is out of reach of gqlgen's recover and of
-	// the dataloader's: unrecovered it would end the whole process.
+	// A panic in this goroutine is out of reach of gqlgen's recover:
+	// unrecovered it would end the whole process.
 	defer func() {
 		if p := recover(); p != nil {
 			if f.onPanic != nil {
@@ -261,11 +273,10 @@ func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(c
 				f.log.LogAttrs(ctx, slog.LevelError, "panic in a loader's fetch",
 					slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
 			}
-			r = &dataloader.Result[V]{Error: fmt.Errorf("panic in loader fetch: %v", p)}
+			err = fmt.Errorf("panic in loader fetch: %v", p)
 		}
 	}()
-	v, err := fetch(ctx, key)
-	return &dataloader.Result[V]{Data: v, Error: err}
+	return fetch(ctx, key)
 }
 
 // RecommendationList returns the request's scan of the recommendations.

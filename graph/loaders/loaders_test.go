@@ -90,11 +90,12 @@ func TestLoaderStartsAtOnce(t *testing.T) {
 	}
 }
 
-// Keys asked for in a row from one goroutine, as a page's prefetch asks,
-// more than a batch's channel holds, all have their calls in flight at once.
-func TestLoaderTakesMoreKeysThanABatchHolds(t *testing.T) {
+// Keys asked for in a row from one goroutine, as a page's prefetch asks
+// (here twice the budgets of the largest page and their actuals), all have
+// their calls in flight at once.
+func TestLoaderTakesKeysInARow(t *testing.T) {
 	t.Parallel()
-	const n = 3 * batchInput
+	const n = 200
 	c := counting{hold: make(chan struct{})}
 	l := newLoader(&fetcher{sem: make(chan struct{}, n)}, c.fetch)
 	waits := make([]dataloader.Thunk[int], n)
@@ -158,8 +159,7 @@ func TestLoaderPrimeAndClear(t *testing.T) {
 }
 
 // Loading a key the loader holds allocates nothing: most loads of a request
-// are of keys loaded before (the lookahead's, then the fields'). (Calling
-// the thunk allocates once, in dataloader's code.)
+// are of keys loaded before (the lookahead's, then the fields').
 func TestLoadOfAKeyHeldAllocatesNothing(t *testing.T) {
 	var c counting
 	l := newLoader(&fetcher{sem: make(chan struct{}, 1)}, c.fetch)
@@ -174,6 +174,26 @@ func TestLoadOfAKeyHeldAllocatesNothing(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Errorf("%v allocations to load a held key", allocs)
+	}
+}
+
+// The first load of a key starts its call with a handful of allocations
+// (the call's state, its channel, the closure that runs it, its thunk, the
+// cache's share): through dataloader's batcher, with its two goroutines, its
+// timer and its channels, it took 22.
+func TestFirstLoadOfAKeyAllocatesLittle(t *testing.T) {
+	var c counting
+	l := newLoader(&fetcher{sem: make(chan struct{}, 1)}, c.fetch)
+	ctx := context.Background()
+	k := 0
+	n := testing.AllocsPerRun(1000, func() {
+		k++
+		if v, err := l.Load(ctx, k)(); v != k*10 || err != nil {
+			t.Fatalf("Load(%d) = %d, %v", k, v, err)
+		}
+	})
+	if n > 6 {
+		t.Errorf("%v allocations to load a new key, want at most 6", n)
 	}
 }
 
