@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -300,6 +301,79 @@ func (s *jsonScanner) value(depth int) *envelopeError {
 		return errNotObject
 	}
 	return nil
+}
+
+// decode reads one JSON value at the nesting level depth as encoding/json
+// with UseNumber decodes it into an any: objects map[string]any, arrays
+// []any, numbers json.Number, strings decoded alike. ok is false for what
+// is not JSON, or nests deeper than maxBodyNesting.
+func (s *jsonScanner) decode(depth int) (v any, ok bool) {
+	switch c := s.peek(); {
+	case c == '"':
+		return s.string()
+	case c == '{' || c == '[':
+		if depth > maxBodyNesting {
+			return nil, false
+		}
+		s.i++
+		s.ws()
+		if c == '[' {
+			list := []any{}
+			if s.byte(']') {
+				return list, true
+			}
+			for {
+				s.ws()
+				e, ok := s.decode(depth + 1)
+				if !ok {
+					return nil, false
+				}
+				list = append(list, e)
+				s.ws()
+				if s.byte(',') {
+					continue
+				}
+				return list, s.byte(']')
+			}
+		}
+		m := map[string]any{}
+		if s.byte('}') {
+			return m, true
+		}
+		for {
+			s.ws()
+			k, ok := s.string()
+			if !ok {
+				return nil, false
+			}
+			s.ws()
+			if !s.byte(':') {
+				return nil, false
+			}
+			s.ws()
+			if m[k], ok = s.decode(depth + 1); !ok {
+				return nil, false
+			}
+			s.ws()
+			if s.byte(',') {
+				continue
+			}
+			return m, s.byte('}')
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := s.i
+		if !s.number() {
+			return nil, false
+		}
+		return json.Number(s.b[start:s.i]), true
+	case s.literal("true"):
+		return true, true
+	case s.literal("false"):
+		return false, true
+	case s.literal("null"):
+		return nil, true
+	}
+	return nil, false
 }
 
 // number skips a JSON number.

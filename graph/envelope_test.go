@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -116,6 +117,27 @@ func checkEnvelope(t *testing.T, body []byte) {
 	if !bytes.Equal(env.variables, vars) || !bytes.Equal(env.extensions, ext) {
 		t.Fatalf("%q: objects %s %s, want %s %s", body, env.variables, env.extensions, vars, ext)
 	}
+	for _, raw := range [][]byte{env.variables, env.extensions} {
+		checkDecodeObject(t, raw)
+	}
+}
+
+// checkDecodeObject checks that decodeObject reads raw, an object or null
+// that decodeEnvelope took, as encoding/json with UseNumber does.
+func checkDecodeObject(t *testing.T, raw []byte) {
+	t.Helper()
+	var want map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if len(raw) > 0 {
+		if err := dec.Decode(&want); err != nil {
+			t.Fatalf("%q: encoding/json: %v", raw, err)
+		}
+	}
+	var got map[string]any
+	if err := decodeObject(raw, &got); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decodeObject %#v, %v; want %#v", raw, got, err, want)
+	}
 }
 
 var envelopeSeeds = []string{
@@ -136,6 +158,8 @@ var envelopeSeeds = []string{
 	`{"query": "bad \u12g4"}`,
 	`{"n": 01}`, `{"n": -}`, `{"n": 1.}`, `{"n": 1e}`, `{"n": 1E+2}`, `{"n": tru}`, `{"n": nul}`,
 	`[]`, `"s"`, ``, `{`, `{}`, `{"a":1 "b":2}`, `{"a"}`, `{1: 2}`,
+	`{"variables":{"id":"QnVkZ2V0OmI=","in":{"n":[1,-2.5e-3,{"é\u00e9":null}],"t":true,"f":false},"\ud800":"\udc00","k":1,"k":[]}}`,
+	"{\"variables\":{\"\xff\":\"\xfe\"}}",
 	`{"query":"` + strings.Repeat("x", 100) + `\n` + strings.Repeat("é", 20) + `"}`,
 }
 

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -276,7 +275,7 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 			return nil, "", deepVariables(r, &envelopeError{msg: "the variables nest deeper than " +
 				strconv.Itoa(maxBodyNesting-1) + " levels; a JSON input may nest 32", deepVariables: true})
 		}
-		if err := decodeObject(json.RawMessage(v), &p.Variables); err != nil {
+		if err := decodeObject([]byte(v), &p.Variables); err != nil {
 			return bad("the variables parameter must be a JSON object")
 		}
 	}
@@ -284,7 +283,7 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 		if err := checkJSONObject([]byte(v)); err != nil {
 			return bad("the extensions parameter must be a JSON object")
 		}
-		if err := decodeObject(json.RawMessage(v), &p.Extensions); err != nil {
+		if err := decodeObject([]byte(v), &p.Extensions); err != nil {
 			return bad("the extensions parameter must be a JSON object")
 		}
 	}
@@ -295,23 +294,24 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 	return p, docID, nil
 }
 
-// decodeObject decodes a JSON object or null into m, numbers kept exact as
-// gqlgen's own transports keep them.
-func decodeObject(raw json.RawMessage, m *map[string]any) error {
+// decodeObject decodes a JSON object or null into m as encoding/json with
+// UseNumber does, numbers kept exact as gqlgen's own transports keep them,
+// in one pass over raw with jsonScanner.decode.
+func decodeObject(raw []byte, m *map[string]any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(m); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the object")
-	}
-	if *m == nil {
+	s := jsonScanner{b: raw}
+	s.ws()
+	if s.peek() != '{' {
 		return errors.New("not an object")
 	}
+	v, ok := s.decode(1)
+	s.ws()
+	if !ok || s.i < len(s.b) {
+		return errors.New("not one JSON object")
+	}
+	*m = v.(map[string]any)
 	return nil
 }
 
