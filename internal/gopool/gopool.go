@@ -1,6 +1,6 @@
 // Package gopool runs work on goroutines kept from earlier requests: each
-// request's handler, the executor's concurrent fields, and the upstream call
-// of a loader's batch of one key.
+// request's handler, the executor's concurrent fields, and the first few
+// upstream calls a request has in flight.
 //
 // The deadline guard (graph's guardDeadline) runs a request's handler on a
 // goroutine of its own, so that it can answer when the handler does not. A
@@ -19,12 +19,13 @@
 // went from 9.0 to 6.1 % of its profile at one client, and from 6.0 to 4.1 %
 // at 50 (docs/performance.md).
 //
-// Of the upstream calls, only those of a loader's batch of one key (most
-// batches: graph/loaders' fanOut), which decode their answer deep in the
-// JSON decoder. A wide batch has as many calls as its tier (a hundred for
-// one overview): a pool of them was mostly idle goroutines whose stacks
-// the collector had shrunk meanwhile, and it cost the overview and the
-// dashboard 3 to 4 % more CPU.
+// Of the upstream calls, which decode their answer deep in the JSON
+// decoder, only the first four a request has in flight (graph/loaders'
+// pooledCalls: a budget's detail and actuals, the dashboard's reports). A
+// wide tier has as many calls as budgets (a hundred for one overview): a
+// pool of them was mostly idle goroutines whose stacks the collector had
+// shrunk meanwhile, and it cost the overview 3 to 10 % more CPU in the
+// runs that tried it.
 //
 // The pool is github.com/panjf2000/ants: unbounded (the gateway bounds its
 // requests in flight itself), the most recently idle goroutine first, and a
