@@ -63,7 +63,7 @@ type ID struct {
 // NodeID returns the global ID of the object of type typ (not Planning)
 // whose REST id is key.
 func NodeID(typ, key string) string {
-	return encodeID(typ, url.QueryEscape(key), "")
+	return encodeID(typ, url.QueryEscape(key))
 }
 
 // BudgetID returns the global ID of a budget.
@@ -74,15 +74,18 @@ func PlanningID(budgetID, planningID string) string {
 	return encodeID(TypePlanning, url.QueryEscape(budgetID), url.QueryEscape(planningID))
 }
 
-// encodeID returns the base64 of "a:b", or of "a:b:c" when c is not empty.
-// Both steps are in buffers on the stack for IDs of usual length, so the
-// string is the one allocation: a page of budgets has an ID for each of
-// them and of their planning rows.
-func encodeID(a, b, c string) string {
+// encodeID returns the base64 of its parts joined by ':'. Both steps are in
+// buffers on the stack for IDs of usual length, so the string is the one
+// allocation: a page of budgets has an ID for each of them and of their
+// planning rows.
+func encodeID(parts ...string) string {
 	var rawBuf [96]byte
-	raw := append(append(append(rawBuf[:0], a...), ':'), b...)
-	if c != "" {
-		raw = append(append(raw, ':'), c...)
+	raw := rawBuf[:0]
+	for i, p := range parts {
+		if i > 0 {
+			raw = append(raw, ':')
+		}
+		raw = append(raw, p...)
 	}
 	var encBuf [128]byte
 	return string(b64.AppendEncode(encBuf[:0], raw))

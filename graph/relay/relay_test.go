@@ -323,3 +323,19 @@ func TestIDAllocations(t *testing.T) {
 		t.Errorf("BudgetID: %v allocations, want 1", n)
 	}
 }
+
+// An ID is the base64 of its parts joined by ':', every part written even
+// when empty (as before IDs were built on the stack).
+func TestIDsJoinEveryPart(t *testing.T) {
+	for _, tc := range []struct{ got, raw string }{
+		{relay.PlanningID("b", ""), "Planning:b:"},
+		{relay.PlanningID("", "p"), "Planning::p"},
+		{relay.PlanningID("b/1", strings.Repeat("p", 200)), "Planning:b%2F1:" + strings.Repeat("p", 200)},
+		{relay.BudgetID(""), "Budget:"},
+		{relay.NodeID(relay.TypeAnomaly, "a b"), "Anomaly:a+b"},
+	} {
+		if want := base64.RawURLEncoding.EncodeToString([]byte(tc.raw)); tc.got != want {
+			t.Errorf("ID of %q = %s, want %s", tc.raw, tc.got, want)
+		}
+	}
+}
