@@ -104,18 +104,20 @@ func (l *Loader[K, V]) Load(ctx context.Context, key K) dataloader.Thunk[V] {
 	l.cache.Set(ctx, key, c.wait)
 	if l.f.pooled.Add(1) <= pooledCalls {
 		gopool.Go(func() {
-			c.v, c.err = fetchOne(ctx, l.f, l.fetch, key)
-			l.f.pooled.Add(-1)
-			close(c.done)
+			defer l.f.pooled.Add(-1)
+			l.run(ctx, c, key)
 		})
 	} else {
 		l.f.pooled.Add(-1)
-		go func() {
-			c.v, c.err = fetchOne(ctx, l.f, l.fetch, key)
-			close(c.done)
-		}()
+		go l.run(ctx, c, key)
 	}
 	return c.wait
+}
+
+// run makes key's call and answers c's waiters, however the call ends.
+func (l *Loader[K, V]) run(ctx context.Context, c *call[V], key K) {
+	defer close(c.done)
+	c.v, c.err = fetchOne(ctx, l.f, l.fetch, key)
 }
 
 // pooledCalls is how many of a request's calls run on goroutines kept from
