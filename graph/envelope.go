@@ -18,7 +18,7 @@ const maxBodyNesting = 64
 
 // envelope is a POST body's members, read in one pass over the body
 // (decodeEnvelope): the strings decoded, the objects checked and kept as
-// raw JSON for encoding/json.
+// raw JSON for decodeObject.
 type envelope struct {
 	query, operationName, documentID, docID optString
 	// variables and extensions are the raw JSON of an object; nil when
@@ -150,7 +150,7 @@ func (env *envelope) member(s *jsonScanner, name []byte) *envelopeError {
 var errTooDeep = &envelopeError{msg: "the body nests deeper than " + strconv.Itoa(maxBodyNesting) + " levels"}
 
 // checkJSONObject checks that raw is one JSON object (or null), nested at
-// most maxBodyNesting−1 deep, before encoding/json decodes it.
+// most maxBodyNesting−1 deep, before decodeObject decodes it.
 func checkJSONObject(raw []byte) *envelopeError {
 	s := jsonScanner{b: raw}
 	s.ws()

@@ -296,7 +296,9 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 
 // decodeObject decodes a JSON object or null into m as encoding/json with
 // UseNumber does, numbers kept exact as gqlgen's own transports keep them,
-// in one pass over raw with jsonScanner.decode.
+// in one pass over raw with jsonScanner.decode. raw is a member of the
+// request (the body's, or a GET parameter), checked already at the level
+// decodeEnvelope and checkJSONObject give it: 2.
 func decodeObject(raw []byte, m *map[string]any) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -306,7 +308,7 @@ func decodeObject(raw []byte, m *map[string]any) error {
 	if s.peek() != '{' {
 		return errors.New("not an object")
 	}
-	v, ok := s.decode(1)
+	v, ok := s.decode(2)
 	s.ws()
 	if !ok || s.i < len(s.b) {
 		return errors.New("not one JSON object")

@@ -340,7 +340,7 @@ func (l *originList) Set(s string) error {
 // The automatic memory limit is autoLimitBase and autoLimitPerRequest for
 // each request RequestsInFlight lets in at once (72 MiB at the default 32),
 // none when they are not bounded (0, or more than maxAutoLimitRequests).
-// The automatic target is AutoGCPercent under a memory limit, the runtime's
+// The automatic target is autoGCPercent under a memory limit, the runtime's
 // 100 without one: without a limit nothing would bound the heap at five
 // times what is live.
 func (c Config) gcSettings() (percent int, limit int64) {
