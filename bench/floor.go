@@ -108,5 +108,8 @@ func newFloor(baseURL string, pid int, fx fixture) (*graphQL, error) {
 	for _, q := range queries {
 		g.urls[q.Name] = baseURL + floorPath(q.Name)
 	}
+	if err := g.newClient(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }

@@ -52,7 +52,7 @@ type graphQL struct {
 	mesh   bool
 	bodies map[string][]byte // request body per query
 	urls   map[string]string // URL per query, when not url
-	hc     *http.Client
+	client *loadClient
 }
 
 func newGraphQL(label, url string, pid int, mesh bool, fx fixture) (*graphQL, error) {
@@ -75,51 +75,45 @@ func newGraphQL(label, url string, pid int, mesh bool, fx fixture) (*graphQL, er
 		}
 		g.bodies[q.Name] = b
 	}
-	g.reset()
+	if err := g.newClient(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 
-// reset starts a fresh connection pool, large enough to keep a connection
-// per load worker.
-func (g *graphQL) reset() {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 1024
-	t.DisableCompression = true
-	g.hc = &http.Client{Transport: t, Timeout: 60 * time.Second}
+// newClient makes the contender's load client, for the URLs of its queries.
+func (g *graphQL) newClient() error {
+	urls := map[string]string{}
+	for name := range g.bodies {
+		urls[name] = g.url
+		if u, ok := g.urls[name]; ok {
+			urls[name] = u
+		}
+	}
+	c, err := newLoadClient(urls, g.bodies, sim.DemoKey)
+	if err != nil {
+		return err
+	}
+	g.client = c
+	return nil
 }
 
 func (g *graphQL) name() string           { return g.label }
 func (g *graphQL) supports(q *query) bool { return g.bodies[q.Name] != nil }
 func (g *graphQL) pids() []int            { return tree(g.pid) }
-func (g *graphQL) close()                 { g.hc.CloseIdleConnections(); g.reset() }
+func (g *graphQL) close()                 { g.client.closeIdle() }
 
 // errMarkers are the signs of a failed answer: a GraphQL error list, or
 // Mesh's union member for an upstream error.
 var errMarkers = [][]byte{[]byte(`"errors":`), []byte(`"error":{`)}
 
 func (g *graphQL) do(ctx context.Context, q *query, buf *bytes.Buffer) error {
-	url := g.url
-	if u, ok := g.urls[q.Name]; ok {
-		url = u
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(g.bodies[q.Name]))
+	status, err := g.client.do(ctx, q.Name, buf)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-	resp, err := g.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	buf.Reset()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d: %.200s", resp.StatusCode, buf.Bytes())
+	if status != http.StatusOK {
+		return fmt.Errorf("status %d: %.200s", status, buf.Bytes())
 	}
 	for _, m := range errMarkers {
 		if i := bytes.Index(buf.Bytes(), m); i >= 0 {
@@ -173,13 +167,19 @@ type result struct {
 	P95         time.Duration `json:"p95"`
 	P99         time.Duration `json:"p99"`
 	PeakRSS     int64         `json:"peak_rss,omitempty"` // bytes, when measured
+	// ClientCPU is the load generator's (the bench process's) for a
+	// contender in a process of its own; none for the direct client, which
+	// is the bench process.
+	ClientCPU time.Duration `json:"client_cpu,omitempty"`
 
 	// Derived from the above by derive, for readers of the JSON: the
 	// contender's requests per CPU-second and CPU-µs per request, and the
-	// simulator's CPU-µs per request of this contender.
-	RequestsPerCPUSecond float64 `json:"requests_per_cpu_second"`
-	CPUPerRequestUS      float64 `json:"cpu_us_per_request"`
-	SimCPUPerRequestUS   float64 `json:"sim_cpu_us_per_request"`
+	// simulator's and the load generator's CPU-µs per request of this
+	// contender.
+	RequestsPerCPUSecond  float64 `json:"requests_per_cpu_second"`
+	CPUPerRequestUS       float64 `json:"cpu_us_per_request"`
+	SimCPUPerRequestUS    float64 `json:"sim_cpu_us_per_request"`
+	ClientCPUPerRequestUS float64 `json:"client_cpu_us_per_request,omitempty"`
 }
 
 // derive sets the derived fields.
@@ -187,6 +187,7 @@ func (r *result) derive() {
 	r.RequestsPerCPUSecond = r.PerCPU()
 	r.CPUPerRequestUS = us(r.CPUPerRequest())
 	r.SimCPUPerRequestUS = us(r.SimCPUPerRequest())
+	r.ClientCPUPerRequestUS = us(r.ClientCPUPerRequest())
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -208,20 +209,21 @@ func (r result) PerCPU() float64 {
 }
 
 // CPUPerRequest is the contender's CPU time per completed request.
-func (r result) CPUPerRequest() time.Duration {
-	if r.Requests == 0 {
-		return 0
-	}
-	return r.CPU / time.Duration(r.Requests)
-}
+func (r result) CPUPerRequest() time.Duration { return perRequest(r.CPU, r.Requests) }
 
 // SimCPUPerRequest is the simulator's CPU time per completed request of the
 // contender: what the upstream calls of one request cost the simulator.
-func (r result) SimCPUPerRequest() time.Duration {
-	if r.Requests == 0 {
+func (r result) SimCPUPerRequest() time.Duration { return perRequest(r.SimCPU, r.Requests) }
+
+// ClientCPUPerRequest is the load generator's CPU time per completed
+// request of a contender in a process of its own (0 for the direct client).
+func (r result) ClientCPUPerRequest() time.Duration { return perRequest(r.ClientCPU, r.Requests) }
+
+func perRequest(d time.Duration, requests int) time.Duration {
+	if requests == 0 {
 		return 0
 	}
-	return r.SimCPU / time.Duration(r.Requests)
+	return d / time.Duration(requests)
 }
 
 // loadSpec is one load run to make.
@@ -266,7 +268,12 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 	)
 	// The window, set by the sampler before it lets clients count.
 	var from, to time.Time
-	var cpu0, sim0, cpu1, sim1 time.Duration
+	var cpu0, sim0, cpu1, sim1, client0, client1 time.Duration
+	// The load generator's CPU, when it is not the contender's own.
+	client := []int{os.Getpid()}
+	if slices.Contains(pids, os.Getpid()) {
+		client = nil
+	}
 	var rssErr error
 	sampled := make(chan struct{})
 	first.Add(s.concurrency)
@@ -298,13 +305,13 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 		if s.atStart != nil {
 			s.atStart()
 		}
-		cpu0, sim0 = cpuOf(pids), cpuOf([]int{s.simPid})
+		cpu0, sim0, client0 = cpuOf(pids), cpuOf([]int{s.simPid}), cpuOf(client)
 		select {
 		case <-time.After(s.duration):
 		case <-ctx.Done():
 			return
 		}
-		cpu1, sim1 = cpuOf(pids), cpuOf([]int{s.simPid})
+		cpu1, sim1, client1 = cpuOf(pids), cpuOf([]int{s.simPid}), cpuOf(client)
 		if s.atEnd != nil {
 			s.atEnd()
 		}
@@ -361,7 +368,7 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 		latencies = append(latencies, d.lat)
 	}
 	res.Elapsed = s.duration
-	res.CPU, res.SimCPU = cpu1-cpu0, sim1-sim0
+	res.CPU, res.SimCPU, res.ClientCPU = cpu1-cpu0, sim1-sim0, client1-client0
 	res.Requests = len(latencies)
 	slices.Sort(latencies)
 	res.P50, res.P95, res.P99 = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
@@ -453,7 +460,7 @@ func balancedOrder(round, n int) []int {
 // and CPU times add up, the latencies are pooled, the peak is the highest.
 func merge(rounds []result, samples [][]time.Duration) result {
 	out := rounds[0]
-	out.Requests, out.Errors, out.Elapsed, out.CPU, out.SimCPU = 0, 0, 0, 0, 0
+	out.Requests, out.Errors, out.Elapsed, out.CPU, out.SimCPU, out.ClientCPU = 0, 0, 0, 0, 0, 0
 	var all []time.Duration
 	for i, r := range rounds {
 		out.Requests += r.Requests
@@ -461,6 +468,7 @@ func merge(rounds []result, samples [][]time.Duration) result {
 		out.Elapsed += r.Elapsed
 		out.CPU += r.CPU
 		out.SimCPU += r.SimCPU
+		out.ClientCPU += r.ClientCPU
 		out.PeakRSS = max(out.PeakRSS, r.PeakRSS)
 		if out.FirstError == "" {
 			out.FirstError = r.FirstError

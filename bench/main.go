@@ -670,9 +670,9 @@ func runPhase(ctx context.Context, cfg config, e *env, rep *report, first bool) 
 			}
 			for _, r := range merged {
 				rep.Results = append(rep.Results, r)
-				logf("%-16s %-8s latency %-5v c=%-3d %8.1f req/s %9.1f req/CPU-s  p50 %-9v p95 %-9v p99 %-9v errors %d",
+				logf("%-16s %-8s latency %-5v c=%-3d %8.1f req/s %9.1f req/CPU-s  p50 %-9v p95 %-9v p99 %-9v errors %d  client %.0f CPU-µs/req",
 					q.Name, r.Contender, e.latency, n, r.RPS(), r.PerCPU(), r.P50.Round(10*time.Microsecond),
-					r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Errors)
+					r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Errors, us(r.ClientCPUPerRequest()))
 				if r.Errors > 0 {
 					msg := fmt.Sprintf("%s on %s at c=%d, latency %v: %d errors, first: %s", q.Name, r.Contender, n, e.latency, r.Errors, r.FirstError)
 					if cfg.smoke {

@@ -483,20 +483,26 @@ func renderThroughput(b *strings.Builder, r *report, lat time.Duration) {
 	p("processes (the gateway's; the bench process for direct, which is the client itself; the floor's; Hive\n")
 	p("Gateway's primary and workers for mesh), and CPU-µs/req is its inverse; the simulator's CPU is not in\n")
 	p("them, and is shown on its own as sim CPU-µs/req: the simulator's CPU in the same window per request of\n")
-	p("that contender. Ratios: gateway ÷ direct, gateway ÷ floor and gateway ÷ mesh, of throughput and of CPU\n")
-	p("per request, and gateway p95 ÷ mesh p95.\n\n")
+	p("that contender. client CPU-µs/req is the load generator's (the bench process's) for the contenders it\n")
+	p("reaches over HTTP: CPU that the machine spends on the run but that is no contender's, and that the direct\n")
+	p("client, which is the bench process, does not pay. Ratios: gateway ÷ direct, gateway ÷ floor and gateway ÷\n")
+	p("mesh, of throughput and of CPU per request, and gateway p95 ÷ mesh p95.\n\n")
 	for _, qn := range r.Queries {
 		p("### %s\n\n", qn)
-		p("| clients | contender | req/s | req/CPU-s | CPU-µs/req | sim CPU-µs/req | p50 | p95 | p99 | errors |\n")
-		p("|---|---|---|---|---|---|---|---|---|---|\n")
+		p("| clients | contender | req/s | req/CPU-s | CPU-µs/req | sim CPU-µs/req | client CPU-µs/req | p50 | p95 | p99 | errors |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, n := range r.Concurrency {
 			for _, c := range r.Contenders {
 				x, ok := r.find(c, qn, n, lat)
 				if !ok {
 					continue
 				}
-				p("| %d | %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %d |\n", n, c, x.RPS(), x.PerCPU(),
-					us(x.CPUPerRequest()), us(x.SimCPUPerRequest()), ms(x.P50), ms(x.P95), ms(x.P99), x.Errors)
+				client := "–"
+				if x.ClientCPU > 0 {
+					client = fmt.Sprintf("%.0f", us(x.ClientCPUPerRequest()))
+				}
+				p("| %d | %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s | %s | %d |\n", n, c, x.RPS(), x.PerCPU(),
+					us(x.CPUPerRequest()), us(x.SimCPUPerRequest()), client, ms(x.P50), ms(x.P95), ms(x.P99), x.Errors)
 			}
 		}
 		p("\n| clients | throughput gateway ÷ direct | ÷ floor | ÷ mesh | CPU/req gateway ÷ direct | ÷ floor | ÷ mesh | gateway p95 ÷ mesh p95 |\n")
