@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -241,6 +242,40 @@ func TestFloatHasNoExponent(t *testing.T) {
 			}()
 			MarshalFloat(f).MarshalGQL(io.Discard)
 		}()
+	}
+}
+
+// A Float is written as strconv writes the shortest decimal that reads back
+// as it, whether appendFloat takes its path for amounts of money or not.
+func TestAppendFloatIsStrconvs(t *testing.T) {
+	t.Parallel()
+	for _, f := range []float64{0, math.Copysign(0, -1), 0.01, -0.01, 0.1, 0.29, 1.005, 12, 12.5, 12.05, -40378.49,
+		3432522.36, 534948.36, 9999999999999.99, 99999999999999.9, 999999999999999, 1e15, 1e21, 1e-7, 0.125,
+		math.MaxFloat64, math.SmallestNonzeroFloat64, 1 << 53, 0.1 + 0.2, 100.0 / 3} {
+		checkAppendFloat(t, f)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		// Amounts of money, near the edges of the fast path, and any bits.
+		checkAppendFloat(t, float64(r.Int64N(2e15)-1e15)/100)
+		checkAppendFloat(t, float64(r.Int64N(2e6)-1e6)/100*math.Pow(10, float64(r.IntN(30)-15)))
+		checkAppendFloat(t, math.Float64frombits(r.Uint64()))
+	}
+}
+
+func FuzzAppendFloat(f *testing.F) {
+	f.Add(3432522.36)
+	f.Add(-0.05)
+	f.Add(1e15 / 100)
+	f.Fuzz(checkAppendFloat)
+}
+
+func checkAppendFloat(t *testing.T, f float64) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return
+	}
+	if got, want := appendFloat(nil, f), strconv.AppendFloat(nil, f, 'f', -1, 64); string(got) != string(want) {
+		t.Fatalf("appendFloat(%v) = %s, strconv writes %s", f, got, want)
 	}
 }
 
