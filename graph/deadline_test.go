@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,35 +17,86 @@ import (
 )
 
 // A handler that does not look at its context (parsing and validation do
-// not) is answered 504 REQUEST_TIMEOUT at its deadline, and what it writes
-// later never reaches the client. A 15 000-token document once validated for
+// not) is answered 504 REQUEST_TIMEOUT at its deadline, sent while the
+// handler is still busy, with Connection: close; and what it writes later
+// never reaches the client. A 15 000-token document once validated for
 // 11 s under -request-timeout 1s, answered by nothing but the server's write
 // timeout dropping the connection.
 func TestDeadlineCoversWorkThatIgnoresTheContext(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	wrote := make(chan error, 1)
-	h := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	guard := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release // busy, deaf to its context
 		w.Header().Set("X-Late", "1")
 		_, err := io.WriteString(w, `{"data":"late"}`)
 		wrote <- err
 	}))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"REQUEST_TIMEOUT"`) {
-		t.Errorf("answer %d %s", rec.Code, rec.Body)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 50*time.Millisecond)
+		defer cancel()
+		guard.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	defer srv.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Post(srv.URL, "application/json", strings.NewReader(`{"query":"{ __typename }"}`))
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	// The whole answer has arrived, and the handler is still busy.
+	select {
+	case <-wrote:
+		t.Error("the handler ended before the timeout's answer arrived")
+	default:
 	}
 	close(release)
+	if err != nil || resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(body), `"REQUEST_TIMEOUT"`) || !resp.Close {
+		t.Errorf("answer %d %s (read error %v), Connection: close %v", resp.StatusCode, body, err, resp.Close)
+	}
 	if err := <-wrote; err != http.ErrHandlerTimeout {
 		t.Errorf("the late write returned %v, want http.ErrHandlerTimeout", err)
 	}
-	if strings.Contains(rec.Body.String(), "late") || rec.Header().Get("X-Late") != "" {
-		t.Errorf("the late answer reached the client: %v %s", rec.Header(), rec.Body)
+	if strings.Contains(string(body), "late") || resp.Header.Get("X-Late") != "" {
+		t.Errorf("the late answer reached the client: %v %s", resp.Header, body)
 	}
+}
+
+// A handler that panics after the guard answered in its place is logged,
+// and its panic goes no further: the answer has been sent.
+func TestPanicAfterTheDeadlineIsLogged(t *testing.T) {
+	t.Parallel()
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil))
+	release := make(chan struct{})
+	h := guardDeadline(log, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		panic("late trouble")
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	time.AfterFunc(deadlineGrace+200*time.Millisecond, func() { close(release) })
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil))
+	if rec.Code != http.StatusGatewayTimeout {
+		t.Errorf("answer %d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logged.String(), "late trouble") {
+		t.Errorf("the panic was not logged: %q", logged.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }
 
 // An answer that has started is left to finish: it streams, and its

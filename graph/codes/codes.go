@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -205,11 +206,13 @@ func Write(w http.ResponseWriter, r *http.Request, status int, errs ...*Error) {
 		body = []byte(`{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}]}`)
 		status = http.StatusInternalServerError
 	}
+	body = append(body, '\n')
 	h := w.Header()
 	h.Set("Content-Type", MediaType(r))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
 // MediaType is the JSON media type to answer r with: the GraphQL response

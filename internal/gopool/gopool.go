@@ -1,15 +1,15 @@
-// Package gopool runs work on goroutines kept from earlier requests: each
-// request's handler, the executor's concurrent fields, and the first few
-// upstream calls a request has in flight.
+// Package gopool runs work on goroutines kept from earlier requests: the
+// executor's concurrent fields, and the first few upstream calls a request
+// has in flight. A new goroutine starts with a small stack, and work deep in
+// gqlgen's executor or in the JSON decoder soon needs a deep one, so the
+// runtime copied its stack a few times as it grew; a goroutine kept from
+// earlier work has its grown stack already.
 //
-// The deadline guard (graph's guardDeadline) runs a request's handler on a
-// goroutine of its own, so that it can answer when the handler does not. A
-// new goroutine starts with a small stack, and a handler soon needs a deep
-// one (gqlgen's executor under the middleware), so the runtime copied its
-// stack a few times as it grew, for every request. A goroutine kept from an
-// earlier request has its grown stack already. Measured side by side at 50
-// clients, the budget detail, overview, dashboard and anomalies pages cost
-// 4 to 11 % less CPU a request with it.
+// (Each request's handler ran here from the third pass to the ninth,
+// because the deadline guard ran it on a goroutine of its own; since the
+// tenth the guard lets it run on the request's own goroutine, which net/http
+// keeps for the connection's requests, and the hand-off is gone:
+// docs/performance.md.)
 //
 // The executor resolves an object's concurrent fields (those that load) each
 // on a goroutine but the first (the generated objectOut.Dispatch), and waits
@@ -31,8 +31,8 @@
 // requests in flight itself), the most recently idle goroutine first, and a
 // goroutine idle for longer than a few seconds let go. A panic that escapes
 // a function run here ends the process, as it would on a goroutine of its
-// own: the guard recovers what its handler panics with, each field what its
-// resolver panics with, and each loader's call what its fetch panics with.
+// own: each field recovers what its resolver panics with, and each loader's
+// call what its fetch panics with.
 package gopool
 
 import (
