@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/costgw/gateway/internal/testlog"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -68,8 +68,8 @@ func TestDeadlineCoversWorkThatIgnoresTheContext(t *testing.T) {
 // and its panic goes no further: the answer has been sent.
 func TestPanicAfterTheDeadlineIsLogged(t *testing.T) {
 	t.Parallel()
-	var logged strings.Builder
-	log := slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil))
+	var logged testlog.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
 	release := make(chan struct{})
 	h := guardDeadline(log, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release
@@ -86,17 +86,6 @@ func TestPanicAfterTheDeadlineIsLogged(t *testing.T) {
 	if !strings.Contains(logged.String(), "late trouble") {
 		t.Errorf("the panic was not logged: %q", logged.String())
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
 }
 
 // An answer that has started is left to finish: it streams, and its
