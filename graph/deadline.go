@@ -3,7 +3,9 @@ package graph
 import (
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/costgw/gateway/graph/codes"
@@ -15,6 +17,17 @@ import (
 // timeout does.
 const deadlineGrace = time.Second
 
+// overdue counts the handlers running on after the guard answered their
+// request in their place (Overdue).
+var overdue atomic.Int64
+
+// Overdue reports how many handlers of this process are running on after
+// their request was answered 504 REQUEST_TIMEOUT in their place: they end
+// when they notice their context has ended, and their client has its whole
+// answer already, so a graceful shutdown need not wait for them
+// (internal/httpx's Serve).
+func Overdue() int64 { return overdue.Load() }
+
 // guardDeadline makes the request's deadline hold for all its work, parsing
 // and validation included, which do not look at the context: a request
 // whose answer has not started by its deadline (plus deadlineGrace) is
@@ -24,7 +37,10 @@ const deadlineGrace = time.Second
 // what was sent. An answer that has started is left to finish.
 //
 // The handler runs on the request's own goroutine, as net/http calls it;
-// the timeout's answer is written from the timer's. (Until the tenth pass
+// the timeout's answer is written from the timer's. The request's access
+// line, span and metrics are written when the handler ends, with the 504
+// that was sent; a graceful shutdown does not wait for such a handler
+// (Overdue). (Until the tenth pass
 // the handler ran on a goroutine of its own, so that the guard could also
 // return at the deadline; the hand-off cost every request about 4 % of its
 // CPU, docs/performance.md. What returning early bought was the connection
@@ -48,7 +64,7 @@ func guardDeadline(log *slog.Logger, next http.Handler) http.Handler {
 			case !timedOut:
 				panic(p)
 			case p != http.ErrAbortHandler:
-				log.Error("panic in a request that had timed out", "panic", p)
+				log.Error("panic in a request that had timed out", "panic", p, "stack", string(debug.Stack()))
 			}
 		}()
 		next.ServeHTTP(gw, r)
@@ -77,6 +93,7 @@ func (g *guardedWriter) answerLate(r *http.Request) {
 		return
 	}
 	g.timedOut = true
+	overdue.Add(1)
 	g.w.Header().Set("Connection", "close")
 	refuseRequest(g.w, r, http.StatusGatewayTimeout,
 		codes.Errorf(codes.RequestTimeout, "the request did not finish in time"))
@@ -90,6 +107,9 @@ func (g *guardedWriter) finish() (timedOut bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.finished = true
+	if g.timedOut {
+		overdue.Add(-1)
+	}
 	return g.timedOut
 }
 

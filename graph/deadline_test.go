@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/costgw/gateway/internal/httpx"
 	"github.com/costgw/gateway/internal/testlog"
 	"github.com/costgw/gateway/upstream"
 )
@@ -61,6 +63,47 @@ func TestDeadlineCoversWorkThatIgnoresTheContext(t *testing.T) {
 	}
 	if strings.Contains(string(body), "late") || resp.Header.Get("X-Late") != "" {
 		t.Errorf("the late answer reached the client: %v %s", resp.Header, body)
+	}
+}
+
+// A handler deaf to its deadline, whose request the guard has answered, does
+// not fail a graceful shutdown: its client has the whole answer. (Since the
+// handler runs on its request's goroutine, its connection stays in use until
+// it ends, and the shutdown once waited for it and failed at the end of its
+// grace.)
+func TestShutdownLeavesAnsweredHandlers(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	guard := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // deaf to its context until the test ends
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpx.Deadline(50*time.Millisecond, guard)}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- httpx.Serve(ctx, srv, ln, 200*time.Millisecond, slog.New(slog.DiscardHandler), Overdue)
+	}()
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("answer %d, want 504", resp.StatusCode)
+	}
+	if n := Overdue(); n < 1 {
+		t.Errorf("Overdue() = %d with the deaf handler running, want 1 or more", n)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("the shutdown failed: %v", err)
 	}
 }
 

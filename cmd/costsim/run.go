@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// Requests still waiting out injected latency after the grace period
 	// are cut off.
-	return httpx.Serve(ctx, srv, ln, shutdownGrace, logger)
+	return httpx.Serve(ctx, srv, ln, shutdownGrace, logger, nil)
 }
 
 // demoKeys describes the simulator's API keys for the start-up log.

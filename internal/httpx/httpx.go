@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -229,7 +230,24 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // Serve serves srv on ln until ctx ends, then stops accepting connections
 // at once and lets the requests in flight finish for up to grace; what is
 // still running then is cut off and reported.
-func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
+//
+// overdue, when not nil, reports how many requests in flight have had
+// their whole answer sent while their handler runs on (graph's deadline
+// guard answers a request past its deadline so, and its handler ends when
+// it notices). When only such requests are left at the end of the grace,
+// every request has been answered: Serve closes the server, logs how many
+// handlers were still running, and returns nil.
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger, overdue func() int64) error {
+	var inFlight atomic.Int64
+	next := srv.Handler
+	if next == nil {
+		next = http.DefaultServeMux
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		next.ServeHTTP(w, r)
+	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -242,6 +260,13 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Du
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
+		if overdue != nil {
+			if n := overdue(); n > 0 && inFlight.Load() <= n {
+				log.Warn("stopped: every request answered; handlers of requests answered at their deadline were still running",
+					"handlers", n)
+				return nil
+			}
+		}
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {

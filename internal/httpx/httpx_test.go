@@ -2,14 +2,17 @@ package httpx
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/costgw/gateway/internal/testhttp"
 
@@ -101,5 +104,46 @@ func TestPlainID(t *testing.T) {
 		if PlainID(id) {
 			t.Errorf("PlainID(%q) = true", id)
 		}
+	}
+}
+
+// A shutdown whose grace ends with a request in flight fails, unless every
+// request left is one that overdue says has been answered already.
+func TestServeLeavesOnlyOverdueRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		overdue func() int64
+		fails   bool
+	}{
+		{"no overdue count", nil, true},
+		{"none overdue", func() int64 { return 0 }, true},
+		{"the one left overdue", func() int64 { return 1 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			started := make(chan struct{})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				close(started)
+				<-release
+			})}
+			ctx, stop := context.WithCancel(context.Background())
+			served := make(chan error, 1)
+			go func() { served <- Serve(ctx, srv, ln, 50*time.Millisecond, slog.New(slog.DiscardHandler), tc.overdue) }()
+			go func() {
+				if resp, err := http.Get("http://" + ln.Addr().String() + "/"); err == nil {
+					_ = resp.Body.Close()
+				}
+			}()
+			<-started
+			stop()
+			if err := <-served; (err != nil) != tc.fails {
+				t.Errorf("Serve returned %v; want an error: %v", err, tc.fails)
+			}
+		})
 	}
 }

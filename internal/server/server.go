@@ -240,16 +240,19 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	if ready != nil {
 		ready <- addr
 	}
-	// None outlives its deadline, so the grace period only needs to exceed it.
+	// Every request is answered by its deadline and a second (graph's
+	// deadline guard), so the grace period only needs to exceed that; a
+	// handler deaf to its deadline may run on after its answer was sent,
+	// and does not hold the shutdown (graph.Overdue).
 	grace := cfg.RequestTimeout + 5*time.Second
 	if adminLn == nil {
-		return httpx.Serve(ctx, srv, ln, grace, log)
+		return httpx.Serve(ctx, srv, ln, grace, log, graph.Overdue)
 	}
 	admin := &http.Server{Handler: health, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	adminDone := make(chan error, 1)
-	go func() { adminDone <- httpx.Serve(ctx, admin, adminLn, grace, slog.New(slog.DiscardHandler)) }()
-	err = httpx.Serve(ctx, srv, ln, grace, log)
+	go func() { adminDone <- httpx.Serve(ctx, admin, adminLn, grace, slog.New(slog.DiscardHandler), nil) }()
+	err = httpx.Serve(ctx, srv, ln, grace, log, graph.Overdue)
 	if aerr := <-adminDone; err == nil {
 		err = aerr
 	}
