@@ -66,7 +66,9 @@ func newLoadClient(urls map[string]string, bodies map[string][]byte, key string)
 }
 
 // do sends the request of query and reads its answer into buf. A
-// connection that fails, or that the server closes, is not used again.
+// connection that fails, or that the server closes, is not used again. A
+// request is not cancelled with ctx once sent: it ends with its answer, or
+// at requestTimeout.
 func (l *loadClient) do(ctx context.Context, query string, buf *bytes.Buffer) (status int, err error) {
 	req, ok := l.requests[query]
 	if !ok {
@@ -91,6 +93,9 @@ func (l *loadClient) do(ctx context.Context, query string, buf *bytes.Buffer) (s
 		return 0, err
 	}
 	resp, err := http.ReadResponse(c.br, nil)
+	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
+		resp, err = http.ReadResponse(c.br, nil) // an interim answer: the final one follows
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -249,7 +249,7 @@ const maxWarmup = time.Minute
 // take longer than the warm-up). Then the measured window lasts s.duration:
 // the requests that complete in it are counted, with their whole latency,
 // the CPU times are read at both ends of it, and requests still in flight
-// at its end are cancelled and not counted.
+// at its end are not counted (the clients stop once they are answered).
 func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Duration) {
 	res := result{Contender: c.name(), Query: s.q.Name, Concurrency: s.concurrency, Latency: s.latency}
 	pids := c.pids()
