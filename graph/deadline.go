@@ -40,12 +40,10 @@ func Overdue() int64 { return overdue.Load() }
 // the timeout's answer is written from the timer's. The request's access
 // line, span and metrics are written when the handler ends, with the 504
 // that was sent; a graceful shutdown does not wait for such a handler
-// (Overdue). (Until the tenth pass
-// the handler ran on a goroutine of its own, so that the guard could also
-// return at the deadline; the hand-off cost every request about 4 % of its
-// CPU, docs/performance.md. What returning early bought was the connection
-// back while a handler deaf to its context went on, and a client that got
-// a 504 with Connection: close does not use that connection again.)
+// (Overdue). Until the tenth pass of docs/performance.md the handler ran on
+// a goroutine of its own, so that the guard could return at the deadline;
+// that hand-off cost every request about 4 % of its CPU, to get back a
+// connection that a client told Connection: close does not use again.
 func guardDeadline(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, ok := r.Context().Deadline()

@@ -238,16 +238,18 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // every request has been answered: Serve closes the server, logs how many
 // handlers were still running, and returns nil.
 func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger, overdue func() int64) error {
-	var inFlight atomic.Int64
-	next := srv.Handler
-	if next == nil {
-		next = http.DefaultServeMux
+	var inFlight atomic.Int64 // counted only when overdue is there to compare
+	if overdue != nil {
+		next := srv.Handler
+		if next == nil {
+			next = http.DefaultServeMux
+		}
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inFlight.Add(1)
+			defer inFlight.Add(-1)
+			next.ServeHTTP(w, r)
+		})
 	}
-	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inFlight.Add(1)
-		defer inFlight.Add(-1)
-		next.ServeHTTP(w, r)
-	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
