@@ -93,7 +93,10 @@ func (g *guardedWriter) answerLate(r *http.Request) {
 	g.timedOut = true
 	overdue.Add(1)
 	g.w.Header().Set("Connection", "close")
-	refuseRequest(g.w, r, http.StatusGatewayTimeout,
+	// What the client gets is the outcome, even when the executor had
+	// recorded its own before the handler could write it.
+	InfoFrom(r.Context()).overrule(codes.RequestTimeout)
+	codes.Write(g.w, r, http.StatusGatewayTimeout,
 		codes.Errorf(codes.RequestTimeout, "the request did not finish in time"))
 	_ = http.NewResponseController(g.w).Flush()
 }
@@ -119,11 +122,15 @@ func (g *guardedWriter) WriteHeader(code int) {
 	g.writeHeader(code)
 }
 
+// writeHeader passes the handler's status and header on, once; an interim
+// (1xx) answer, such as 103 Early Hints, is passed on without starting the
+// answer, which the guard may then still give in the handler's place.
 func (g *guardedWriter) writeHeader(code int) {
 	if g.timedOut || g.wroteHeader {
 		return
 	}
-	g.wroteHeader = true
+	interim := code >= 100 && code < 200 && code != http.StatusSwitchingProtocols
+	g.wroteHeader = !interim
 	dst := g.w.Header()
 	for k, v := range g.h {
 		dst[k] = v

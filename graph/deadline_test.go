@@ -2,11 +2,14 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +131,73 @@ func TestPanicAfterTheDeadlineIsLogged(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "late trouble") {
 		t.Errorf("the panic was not logged: %q", logged.String())
+	}
+}
+
+// The outcome the access log, the metrics and the span read is what the
+// client got: a 504 the guard sent in place of an answer the executor had
+// finished, but the handler had not yet written, once stayed OK.
+func TestOutcomeOfALateAnswerIsTheTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	h := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		InfoFrom(r.Context()).answer(nil, json.RawMessage(`{"budget":null}`)) // the executor is done
+		<-release                                                             // and the handler is late to write
+		_, _ = io.WriteString(w, `{"data":{"budget":null}}`)
+	}))
+	ctx, info := WithInfo(context.Background())
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	time.AfterFunc(deadlineGrace+200*time.Millisecond, func() { close(release) })
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil))
+	if rec.Code != http.StatusGatewayTimeout {
+		t.Errorf("answer %d %s", rec.Code, rec.Body)
+	}
+	if got := info.Outcome(); got != "REQUEST_TIMEOUT" {
+		t.Errorf("Outcome() = %q, want REQUEST_TIMEOUT, what the client got", got)
+	}
+}
+
+// An interim answer (103 Early Hints) does not start the answer: a handler
+// that sent one and then overran its deadline is answered 504 in its place.
+// The guard once took the interim status for the answer and left the client
+// waiting for the handler.
+func TestInterimAnswerDoesNotStartTheAnswer(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	guard := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</playground.js>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		<-release // busy, deaf to its context
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 50*time.Millisecond)
+		defer cancel()
+		guard.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	defer srv.Close()
+	defer close(release)
+	var interim []int
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, _ textproto.MIMEHeader) error { interim = append(interim, code); return nil },
+	})
+	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader(`{"query":"{ __typename }"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: deadlineGrace + 3*time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(body), `"REQUEST_TIMEOUT"`) {
+		t.Errorf("answer %d %s", resp.StatusCode, body)
+	}
+	if len(interim) != 1 || interim[0] != http.StatusEarlyHints {
+		t.Errorf("interim answers %v, want [103]", interim)
 	}
 }
 

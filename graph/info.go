@@ -163,6 +163,18 @@ func (i *Info) refused(c codes.Code) {
 	}
 }
 
+// overrule records c as the request's outcome whatever was recorded
+// before: the deadline guard's 504, sent in place of an answer the executor
+// had finished but the handler had not yet written.
+func (i *Info) overrule(c codes.Code) {
+	if i == nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.answered, i.code, i.data = true, c, nil
+}
+
 // operationName is the name of the operation oc runs, "" when anonymous.
 func operationName(oc *graphql.OperationContext) string {
 	if oc.OperationName == "" && oc.Operation != nil {
