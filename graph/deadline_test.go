@@ -121,17 +121,24 @@ func TestPanicAfterTheDeadlineIsLogged(t *testing.T) {
 		<-release
 		panic("late trouble")
 	}))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	rec := httptest.NewRecorder()
-	time.AfterFunc(deadlineGrace+200*time.Millisecond, func() { close(release) })
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil))
-	if rec.Code != http.StatusGatewayTimeout {
+	if rec := serveOverdue(context.Background(), h, release); rec.Code != http.StatusGatewayTimeout {
 		t.Errorf("answer %d %s", rec.Code, rec.Body)
 	}
 	if !strings.Contains(logged.String(), "late trouble") {
 		t.Errorf("the panic was not logged: %q", logged.String())
 	}
+}
+
+// serveOverdue serves h a request under ctx with a deadline 10 ms away,
+// and closes release, which h waits for, once the guard has answered in its
+// place.
+func serveOverdue(ctx context.Context, h http.Handler, release chan struct{}) *httptest.ResponseRecorder {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	time.AfterFunc(deadlineGrace+200*time.Millisecond, func() { close(release) })
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil))
+	return rec
 }
 
 // The outcome the access log, the metrics and the span read is what the
@@ -146,12 +153,7 @@ func TestOutcomeOfALateAnswerIsTheTimeout(t *testing.T) {
 		_, _ = io.WriteString(w, `{"data":{"budget":null}}`)
 	}))
 	ctx, info := WithInfo(context.Background())
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	defer cancel()
-	rec := httptest.NewRecorder()
-	time.AfterFunc(deadlineGrace+200*time.Millisecond, func() { close(release) })
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil))
-	if rec.Code != http.StatusGatewayTimeout {
+	if rec := serveOverdue(ctx, h, release); rec.Code != http.StatusGatewayTimeout {
 		t.Errorf("answer %d %s", rec.Code, rec.Body)
 	}
 	if got := info.Outcome(); got != "REQUEST_TIMEOUT" {
