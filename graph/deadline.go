@@ -2,6 +2,7 @@ package graph
 
 import (
 	"log/slog"
+	"maps"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -122,19 +123,25 @@ func (g *guardedWriter) WriteHeader(code int) {
 	g.writeHeader(code)
 }
 
-// writeHeader passes the handler's status and header on, once; an interim
-// (1xx) answer, such as 103 Early Hints, is passed on without starting the
-// answer, which the guard may then still give in the handler's place.
+// writeHeader passes the handler's status and header on, once. An interim
+// (1xx) answer, such as 103 Early Hints, is passed on with the handler's
+// header without starting the answer, which the guard may then still give
+// in the handler's place, with none of the handler's header.
 func (g *guardedWriter) writeHeader(code int) {
 	if g.timedOut || g.wroteHeader {
 		return
 	}
-	interim := code >= 100 && code < 200 && code != http.StatusSwitchingProtocols
-	g.wroteHeader = !interim
 	dst := g.w.Header()
-	for k, v := range g.h {
-		dst[k] = v
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		before := dst.Clone()
+		maps.Copy(dst, g.h)
+		g.w.WriteHeader(code)
+		clear(dst)
+		maps.Copy(dst, before)
+		return
 	}
+	g.wroteHeader = true
+	maps.Copy(dst, g.h)
 	g.w.WriteHeader(code)
 }
 

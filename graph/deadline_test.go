@@ -181,8 +181,12 @@ func TestInterimAnswerDoesNotStartTheAnswer(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	var interim []int
+	var interimLink string
 	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-		Got1xxResponse: func(code int, _ textproto.MIMEHeader) error { interim = append(interim, code); return nil },
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			interim, interimLink = append(interim, code), h.Get("Link")
+			return nil
+		},
 	})
 	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader(`{"query":"{ __typename }"}`))
 	if err != nil {
@@ -198,8 +202,11 @@ func TestInterimAnswerDoesNotStartTheAnswer(t *testing.T) {
 	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(body), `"REQUEST_TIMEOUT"`) {
 		t.Errorf("answer %d %s", resp.StatusCode, body)
 	}
-	if len(interim) != 1 || interim[0] != http.StatusEarlyHints {
-		t.Errorf("interim answers %v, want [103]", interim)
+	if resp.Header.Get("Link") != "" {
+		t.Errorf("the timeout's answer has the handler's header: %v", resp.Header)
+	}
+	if len(interim) != 1 || interim[0] != http.StatusEarlyHints || interimLink == "" {
+		t.Errorf("interim answers %v, Link %q; want [103] with the handler's Link", interim, interimLink)
 	}
 }
 
