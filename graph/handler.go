@@ -127,7 +127,8 @@ func NewHandler(o Options) http.Handler {
 	// The limits extension parses and validates every document not in the
 	// cache itself, measuring it first; the parser's own token limit is a
 	// second guard for a document gqlgen parses again.
-	srv.Use(&limits.Extension{Config: lim, Documents: docs, DisableSuggestion: !o.Introspection, OnLookup: o.OnCacheLookup})
+	srv.Use(&limits.Extension{Config: lim, Documents: docs, DisableSuggestion: !o.Introspection,
+		DisableIntrospection: !o.Introspection, OnLookup: o.OnCacheLookup})
 	if lim.MaxTokens > 0 {
 		srv.SetParserTokenLimit(lim.MaxTokens + 1)
 	}

@@ -61,9 +61,10 @@ func (c *callLog) take() []string {
 
 // envConfig is what an envOption may change.
 type envConfig struct {
-	sim    sim.Options
-	client []upstream.Option
-	graph  graph.Options
+	sim             sim.Options
+	client          []upstream.Option
+	graph           graph.Options
+	noIntrospection bool
 }
 
 type envOption func(*envConfig)
@@ -78,6 +79,11 @@ func withLimits(l limits.Config) envOption {
 
 func withLogger(l *slog.Logger) envOption {
 	return func(c *envConfig) { c.graph.Logger = l }
+}
+
+// withoutIntrospection serves no introspection (-introspection=false).
+func withoutIntrospection() envOption {
+	return func(c *envConfig) { c.noIntrospection = true }
 }
 
 func withLoaders(o loaders.Options) envOption {
@@ -100,7 +106,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	g := cfg.graph
-	g.Client, g.Introspection, g.CursorSecret = c, true, []byte("test")
+	g.Client, g.Introspection, g.CursorSecret = c, !cfg.noIntrospection, []byte("test")
 	return &env{sim: s, calls: log, h: graph.NewHandler(g)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 	"github.com/vektah/gqlparser/v2/validator"
+	"github.com/vektah/gqlparser/v2/validator/core"
 	"github.com/vektah/gqlparser/v2/validator/rules"
 
 	"github.com/costgw/gateway/graph/codes"
@@ -89,21 +90,46 @@ const maxCommentBytes = 4 << 10
 
 // rules are gqlgen's default validation rules, with the rules that suggest
 // names ("Did you mean …?") swapped for their quiet forms when suggestions
-// are off, as gqlgen's executor does.
+// are off, and the schema's introspection fields refused when introspection
+// is.
 func (e *Extension) rules() *rules.Rules {
 	r := rules.NewDefaultRules()
 	if e.DisableSuggestion {
-		r.RemoveRule("FieldsOnCorrectType")
-		r.AddRule(rules.FieldsOnCorrectTypeRuleWithoutSuggestions.Name, rules.FieldsOnCorrectTypeRuleWithoutSuggestions.RuleFunc)
-		r.RemoveRule("ScalarLeafs")
-		r.AddRule(rules.ScalarLeafsRuleWithoutSuggestions.Name, rules.ScalarLeafsRuleWithoutSuggestions.RuleFunc)
-	} else {
-		r.RemoveRule("FieldsOnCorrectTypeWithoutSuggestions")
-		r.AddRule(rules.FieldsOnCorrectTypeRule.Name, rules.FieldsOnCorrectTypeRule.RuleFunc)
-		r.RemoveRule("ScalarLeafsWithoutSuggestions")
-		r.AddRule(rules.ScalarLeafsRule.Name, rules.ScalarLeafsRule.RuleFunc)
+		for _, q := range quietRules {
+			r.RemoveRule(q.suggesting.Name)
+			r.AddRule(q.quiet.Name, q.quiet.RuleFunc)
+		}
+	}
+	if e.DisableIntrospection {
+		r.AddRule(noIntrospection.Name, noIntrospection.RuleFunc)
 	}
 	return r
+}
+
+// quietRules pairs each of gqlgen's rules whose errors can suggest a name
+// of the schema with its form that does not.
+var quietRules = []struct{ suggesting, quiet core.Rule }{
+	{rules.FieldsOnCorrectTypeRule, rules.FieldsOnCorrectTypeRuleWithoutSuggestions},
+	{rules.KnownArgumentNamesRule, rules.KnownArgumentNamesRuleWithoutSuggestions},
+	{rules.KnownTypeNamesRule, rules.KnownTypeNamesRuleWithoutSuggestions},
+	{rules.ScalarLeafsRule, rules.ScalarLeafsRuleWithoutSuggestions},
+	{rules.ValuesOfCorrectTypeRule, rules.ValuesOfCorrectTypeRuleWithoutSuggestions},
+}
+
+// noIntrospection refuses the fields that read the schema (__schema,
+// __type; __typename reads none), as graphql-js's
+// NoSchemaIntrospectionCustomRule does: a request for them is a request
+// error, not a field that fails.
+var noIntrospection = core.Rule{
+	Name: "NoSchemaIntrospection",
+	RuleFunc: func(observers *core.Events, addError core.AddErrFunc) {
+		observers.OnField(func(_ *core.Walker, f *ast.Field) {
+			if f.Name == "__schema" || f.Name == "__type" {
+				addError(core.Message(`introspection is turned off on this gateway: the field "%s" cannot be queried`, f.Name),
+					core.At(f.Position))
+			}
+		})
+	},
 }
 
 // deadline is the error of a request whose deadline has passed.

@@ -48,6 +48,10 @@ type Extension struct {
 	// DisableSuggestion leaves "Did you mean …?" out of validation errors,
 	// as gqlgen's executor's setting of the same name.
 	DisableSuggestion bool
+	// DisableIntrospection refuses __schema and __type in validation
+	// (GRAPHQL_VALIDATION_FAILED), for a gateway that serves no
+	// introspection.
+	DisableIntrospection bool
 	// OnLookup, when not nil, is told whether each request's document was
 	// in Documents.
 	OnLookup func(hit bool)
