@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
@@ -103,7 +104,7 @@ func (t *trusted) resolve(p *graphql.RawParams, documentID string) *requestError
 	if hash := apqHash(p.Extensions); hash != "" {
 		if text, ok := t.hashes[hash]; ok {
 			if p.Query != "" && p.Query != text {
-				return &requestError{200, codes.Errorf(codes.BadRequest, "the query does not match its persistedQuery hash")}
+				return &requestError{400, codes.Errorf(codes.BadRequest, "the query does not match its persistedQuery hash")}
 			}
 			p.Query = text
 			delete(p.Extensions, "persistedQuery") // resolved: not for the APQ store
@@ -134,6 +135,11 @@ type apq struct {
 }
 
 func (a apq) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if pq, ok := p.Extensions["persistedQuery"]; ok && pq != nil {
+		if msg := checkPersistedQuery(pq); msg != "" {
+			return codes.Errorf(codes.BadRequest, "%s", msg).GraphQL()
+		}
+	}
 	err := a.AutomaticPersistedQuery.MutateOperationParameters(ctx, p)
 	if err != nil {
 		if _, ok := err.Extensions["code"]; !ok {
@@ -144,4 +150,35 @@ func (a apq) MutateOperationParameters(ctx context.Context, p *graphql.RawParams
 		}
 	}
 	return err
+}
+
+// checkPersistedQuery says what is wrong with the shape of a persistedQuery
+// extension, or returns "": gqlgen's extension reads a hash of another type
+// as a hash it does not have (PERSISTED_QUERY_NOT_FOUND), where the request
+// is malformed.
+func checkPersistedQuery(pq any) string {
+	m, ok := pq.(map[string]any)
+	if !ok {
+		return "extensions.persistedQuery must be an object with version and sha256Hash"
+	}
+	if h, ok := m["sha256Hash"].(string); !ok || len(h) != sha256.Size*2 || strings.Trim(h, "0123456789abcdef") != "" {
+		return "extensions.persistedQuery.sha256Hash must be the SHA-256 hash of the query, in lowercase hexadecimal"
+	}
+	if !isOne(m["version"]) {
+		return "extensions.persistedQuery.version must be 1, the only version of automatic persisted queries"
+	}
+	return ""
+}
+
+// isOne reports whether v, a JSON value as a request's parameters are
+// decoded, is the number 1.
+func isOne(v any) bool {
+	switch v := v.(type) {
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 1
+	case float64:
+		return v == 1
+	}
+	return false
 }

@@ -58,9 +58,38 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 	if r := decode(t, rec); len(r.Errors) > 0 || string(r.Data) != string(first.Data) {
 		t.Errorf("a GET with the hash: %d %s", rec.Code, rec.Body)
 	}
-	wrong := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf("other")}}
-	if r := e.post(t, bodyOf(map[string]any{"query": q, "extensions": wrong}), auth...); r.code(t) != string(codes.BadRequest) {
-		t.Errorf("a hash that is not the query's: %s", r.raw)
+}
+
+// A malformed persistedQuery extension is a request that is not a GraphQL
+// request: 400 BAD_REQUEST under either media type, as errors.md says of
+// BAD_REQUEST. These were answered 200 under application/json, and a hash
+// of another type than a string PERSISTED_QUERY_NOT_FOUND.
+func TestMalformedPersistedQueryIsABadRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const q = `{ __typename }`
+	pq := func(version, hash any) map[string]any {
+		return map[string]any{"persistedQuery": map[string]any{"version": version, "sha256Hash": hash}}
+	}
+	for name, body := range map[string]map[string]any{
+		"a hash that is not the query's": {"query": q, "extensions": pq(1, hashOf("other"))},
+		"version 2":                      {"query": q, "extensions": pq(2, hashOf(q))},
+		"no version":                     {"query": q, "extensions": map[string]any{"persistedQuery": map[string]any{"sha256Hash": hashOf(q)}}},
+		"not an object":                  {"query": q, "extensions": map[string]any{"persistedQuery": "x"}},
+		"a number for the hash":          {"extensions": pq(1, 5)},
+		"a hash that is not hexadecimal": {"extensions": pq(1, "not a hash")},
+	} {
+		for _, accept := range []string{"application/json", "application/graphql-response+json"} {
+			r := e.post(t, bodyOf(body), "Authorization", "Bearer "+sim.DemoKey, "Accept", accept)
+			if r.status != 400 || r.code(t) != string(codes.BadRequest) {
+				t.Errorf("%s, Accept %s: %d %s", name, accept, r.status, r.raw)
+			}
+		}
+	}
+	// Well formed, it registers and runs.
+	if r := e.post(t, bodyOf(map[string]any{"query": q, "extensions": pq(1, hashOf(q))}),
+		"Authorization", "Bearer "+sim.DemoKey); len(r.Errors) > 0 {
+		t.Errorf("a well-formed extension: %s", r.raw)
 	}
 }
 

@@ -319,12 +319,17 @@ func decodeObject(raw []byte, m *map[string]any) error {
 
 // requestErrorStatus is the status of a request that failed before
 // execution: 400 under application/graphql-response+json, 200 under
-// application/json, as the GraphQL-over-HTTP spec asks; 504 when it ran out
-// of time.
+// application/json, as the GraphQL-over-HTTP spec asks; 400 under either
+// for a request that is not a well-formed GraphQL request (BAD_REQUEST,
+// such as a malformed persistedQuery extension); 504 when it ran out of
+// time.
 func requestErrorStatus(list gqlerror.List, media string) int {
 	for _, e := range list {
-		if e.Extensions["code"] == string(codes.RequestTimeout) {
+		switch e.Extensions["code"] {
+		case string(codes.RequestTimeout):
 			return http.StatusGatewayTimeout
+		case string(codes.BadRequest): // not a GraphQL request, whatever the media type
+			return http.StatusBadRequest
 		}
 	}
 	if media == "application/graphql-response+json" && errcode.GetErrorKind(list) == errcode.KindProtocol {
