@@ -138,7 +138,7 @@ func NewHandler(o Options) http.Handler {
 		}
 		return next(ctx)
 	})
-	srv.AroundResponses(costExtension)
+	srv.AroundResponses(costExtension(lim.MaxCost))
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -186,21 +186,24 @@ func operationName(oc *graphql.OperationContext) string {
 // costExtension adds to every response what the operation costs, as GitHub's
 // rateLimit does in data: the upstream calls estimated before any was made,
 // the calls made, and the limit on the estimate (-max-cost; null when off).
-func costExtension(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	resp := next(ctx)
-	if resp == nil || !graphql.HasOperationContext(ctx) {
+// maxCost is -max-cost (0: none), which every answer states, those refused
+// before the limits ran included.
+func costExtension(maxCost int) graphql.ResponseMiddleware {
+	return func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		resp := next(ctx)
+		if resp == nil || !graphql.HasOperationContext(ctx) {
+			return resp
+		}
+		ci := costInfo{estimated: limits.CostOf(graphql.GetOperationContext(ctx)).Estimated, max: maxCost}
+		if i := InfoFrom(ctx); i != nil {
+			ci.calls = i.UpstreamCalls()
+		}
+		if resp.Extensions == nil {
+			resp.Extensions = map[string]any{}
+		}
+		resp.Extensions["cost"] = ci
 		return resp
 	}
-	c := limits.CostOf(graphql.GetOperationContext(ctx))
-	ci := costInfo{estimated: c.Estimated, max: c.Max}
-	if i := InfoFrom(ctx); i != nil {
-		ci.calls = i.UpstreamCalls()
-	}
-	if resp.Extensions == nil {
-		resp.Extensions = map[string]any{}
-	}
-	resp.Extensions["cost"] = ci
-	return resp
 }
 
 // costInfo is the cost extension of an answer: the upstream calls the

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -63,4 +64,46 @@ func TestLimitsRejectBeforeAnyUpstreamCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every answer states -max-cost in extensions.cost.maxUpstreamCalls, null
+// only when the limit is off: those refused before the limits ran (a parse
+// or validation failure, the token limit, a malformed persistedQuery) once
+// said null with the limit at 500.
+func TestEveryAnswerStatesTheCostLimit(t *testing.T) {
+	t.Parallel()
+	bodies := map[string]string{
+		"data":       queryBody(`{ __typename }`),
+		"parse":      queryBody(`{`),
+		"validation": queryBody(`{ nope }`),
+		"tokens":     queryBody("{ " + strings.Repeat("__typename ", 15001) + "}"),
+		"persisted": bodyOf(map[string]any{"query": `{ __typename }`,
+			"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf("other")}}}),
+	}
+	for _, tc := range []struct {
+		env  *env
+		want any
+	}{{newEnv(t), float64(limits.Defaults().MaxCost)}, {newEnv(t, withLimits(noCostLimit())), nil}} {
+		for name, body := range bodies {
+			r := tc.env.post(t, body, "Authorization", "Bearer "+sim.DemoKey)
+			var a struct {
+				Extensions struct {
+					Cost map[string]any `json:"cost"`
+				} `json:"extensions"`
+			}
+			if err := json.Unmarshal(r.raw, &a); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := a.Extensions.Cost["maxUpstreamCalls"]; !ok || got != tc.want {
+				t.Errorf("%s: maxUpstreamCalls %v, want %v: %s", name, got, tc.want, r.raw)
+			}
+		}
+	}
+}
+
+// noCostLimit is the default limits with -max-cost 0.
+func noCostLimit() limits.Config {
+	l := limits.Defaults()
+	l.MaxCost = 0
+	return l
 }
