@@ -120,7 +120,7 @@ var registry = map[Code]Info{
 	RequestTimeout:          {Meaning: "The request did not finish within -request-timeout before its answer could start, or waited in line for its turn (-caller-in-flight, -requests-in-flight, or paced by -caller-refusals) until then (HTTP 504); nothing of it is answered.", Retry: Later, Request: true},
 	PersistedQueryNotFound:  {Meaning: "The request names a persisted query or trusted document the gateway does not have: send the query with its hash to register it (automatic persisted queries), or check the document id.", Retry: Never},
 	PersistedQueryNotInList: {Meaning: "The gateway runs only its trusted documents (-only-persisted), and the request's query is not one of them (HTTP 400).", Retry: Never, Request: true, Caller: true},
-	BadRequest:              {Meaning: "The HTTP request is not a GraphQL request: its body is not one JSON object with a string query, its parameters have the wrong types, or it has two Authorization headers (HTTP 400).", Retry: Never, Request: true, Caller: true},
+	BadRequest:              {Meaning: "The HTTP request is not a GraphQL request: its body is not one JSON object with a string query, its parameters have the wrong types, its persistedQuery extension is malformed or does not match its query, or it has two Authorization headers (HTTP 400, whatever the media type).", Retry: Never, Request: true, Caller: true},
 	MethodNotAllowed:        {Meaning: "The endpoint takes GET (queries only) and POST; the Allow header says which fits (HTTP 405).", Retry: Never, Request: true, Caller: true},
 	UnsupportedMediaType:    {Meaning: "A POST body that is not application/json (HTTP 415).", Retry: Never, Request: true, Caller: true},
 }
