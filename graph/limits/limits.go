@@ -98,6 +98,9 @@ func (e *Extension) MutateOperationParameters(ctx context.Context, p *graphql.Ra
 // MutateOperationContext checks the parsed and validated operation, and
 // keeps its estimated cost in the operation's stats (CostOf).
 func (e *Extension) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
+	if err := checkVariables(e.schema, rc.Operation, rc.Variables); err != nil {
+		return err
+	}
 	s, err := check(rc.Operation, rc.Variables, e.Config)
 	rc.Stats.SetExtension(costStats, Cost{Estimated: s.Calls, Max: e.Config.MaxCost})
 	return err

@@ -1,0 +1,67 @@
+package graph_test
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/costgw/gateway/upstream/sim"
+)
+
+// A variable that does not coerce to its type is a request error, as the
+// GraphQL spec asks: 400 GRAPHQL_VALIDATION_FAILED under
+// application/graphql-response+json, before any upstream call. gqlparser,
+// which coerces variables first, compares enum values without case and
+// takes a string of digits for an Int: an Explorer query with "DAY" written
+// "Day" once ran, and failed on each of its fields with BAD_USER_INPUT.
+func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const explorer = `query($q: ExplorerQueryInput!) { explorer { summary(query: $q) { cards { title } } } }`
+	explorerVars := func(costType, granularity any) map[string]any {
+		return map[string]any{"q": map[string]any{"dateRange": map[string]any{"start": "2026-10-01", "end": "2026-10-31"},
+			"groupBy": "product_product_name", "costType": costType, "granularity": granularity}}
+	}
+	const page = `query($n: Int) { budgets(first: $n) { nodes { id } } }`
+	const nodes = `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`
+	for name, tc := range map[string]struct {
+		query string
+		vars  map[string]any
+	}{
+		"an enum in another case":        {explorer, explorerVars("line_item_unblended_cost", "DAY")},
+		"an enum in another case, again": {explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", "Day")},
+		"an enum as a number":            {explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", 1)},
+		"an Int as a string":             {page, map[string]any{"n": "2"}},
+		"an Int with a fraction":         {page, map[string]any{"n": 2.5}},
+		"a Boolean for an ID in a list":  {nodes, map[string]any{"ids": []any{"QnVkZ2V0OjE=", true}}},
+	} {
+		body, _ := json.Marshal(map[string]any{"query": tc.query, "variables": tc.vars})
+		req := postRequest(body, sim.DemoKey)
+		req.Header.Set("Accept", "application/graphql-response+json")
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		r := decode(t, rec)
+		if rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
+			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
+		} else if p := r.Errors[0].Path; len(p) < 2 || p[0] != "variable" {
+			t.Errorf("%s: the error's path %v does not name the variable", name, p)
+		}
+	}
+	if calls := e.calls.take(); len(calls) != 0 {
+		t.Errorf("refused variables made upstream calls: %v", calls)
+	}
+	// What the spec coerces runs: the enum values as written, an Int as a
+	// JSON integer, an ID as a string or an integer, one value for a list
+	// of one (each ID then fails on its own, as an ID this API did not make).
+	e.mustQuery(t, sim.DemoKey, explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", "DAY"), nil)
+	e.mustQuery(t, sim.DemoKey, page, map[string]any{"n": 2}, nil)
+	for _, ids := range []any{"QnVkZ2V0OjE=", []any{"QnVkZ2V0OjE=", 7}} {
+		if r := e.query(t, sim.DemoKey, nodes, map[string]any{"ids": ids}); r.Data == nil || r.Errors[0].Extensions["code"] != "BAD_USER_INPUT" {
+			t.Errorf("ids %v: %s", ids, r.raw)
+		}
+	}
+	if r := e.query(t, sim.DemoKey, page, map[string]any{"n": "2"}); len(r.Errors) == 0 || !strings.Contains(r.Errors[0].Message, `"2" is not a value of type Int`) {
+		t.Errorf("the refusal does not say what was wrong: %s", r.raw)
+	}
+}
