@@ -215,15 +215,61 @@ func Write(w http.ResponseWriter, r *http.Request, status int, errs ...*Error) {
 	_, _ = w.Write(body)
 }
 
-// MediaType is the JSON media type to answer r with: the GraphQL response
-// type when its Accept header names it, application/json otherwise.
+// MediaType is the JSON media type to answer r with, by its Accept header
+// and the q-values in it: the GraphQL response type when the header names it
+// with a preference at least that of application/json, or when only a
+// wildcard stands for it and application/json is refused (q=0);
+// application/json otherwise, as the GraphQL-over-HTTP spec has a server do
+// for a client that names neither, or prefers application/json.
 func MediaType(r *http.Request) string {
-	if r != nil {
-		for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "application/graphql-response+json" {
-				return mt
+	const graphQL, plain = "application/graphql-response+json", "application/json"
+	if r == nil {
+		return plain
+	}
+	g, j := acceptance{q: -1}, acceptance{q: -1}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil || q < 0 || q > 1 {
+				continue
 			}
 		}
+		g.match(mt, graphQL, q)
+		j.match(mt, plain, q)
 	}
-	return "application/json"
+	switch {
+	case g.exact && g.q > 0 && g.q >= j.q:
+		return graphQL
+	case !g.exact && g.q > 0 && j.q == 0:
+		return graphQL
+	}
+	return plain
+}
+
+// acceptance is how much an Accept header takes one media type: the q of
+// its most specific range that matches (-1: none does), and whether that
+// range names the type itself.
+type acceptance struct {
+	q           float64
+	specificity int // 3 the type itself, 2 application/*, 1 */*
+	exact       bool
+}
+
+func (a *acceptance) match(accepted, mt string, q float64) {
+	spec := 0
+	switch accepted {
+	case mt:
+		spec = 3
+	case "application/*":
+		spec = 2
+	case "*/*":
+		spec = 1
+	}
+	if spec > a.specificity {
+		a.q, a.specificity, a.exact = q, spec, spec == 3
+	}
 }

@@ -3,6 +3,7 @@ package codes_test
 import (
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -48,5 +49,39 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 	}
 	if diff := cmp.Diff(registered, documented); diff != "" {
 		t.Errorf("docs/errors.md differs from the registry (-registry +docs):\n%s", diff)
+	}
+}
+
+// The answer's media type follows the Accept header's q-values: the GraphQL
+// response type once won whenever the header named it, at q=0.1 below
+// application/json too.
+func TestMediaTypeFollowsPreference(t *testing.T) {
+	const g, j = "application/graphql-response+json", "application/json"
+	for accept, want := range map[string]string{
+		"":                                   j,
+		"*/*":                                j,
+		"application/*":                      j,
+		"text/html":                          j,
+		"application/json":                   j,
+		g:                                    g,
+		g + ", " + j + ";q=0.9":              g,
+		j + ", " + g:                         g,
+		g + ";q=0.1, " + j:                   j,
+		g + ";q=0":                           j,
+		j + ";q=0, " + g:                     g,
+		j + ";q=0":                           j,
+		"*/*, " + j + ";q=0":                 g,
+		"application/*;q=0.5, " + g + ";q=0": j,
+		g + ";q=0.5, */*;q=0.4":              g,
+		g + ";q=bogus, " + j:                 j,
+		"application/graphql-response+json; charset=utf-8": g,
+	} {
+		req := httptest.NewRequest("POST", "/graphql", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		if got := codes.MediaType(req); got != want {
+			t.Errorf("Accept %q: %s, want %s", accept, got, want)
+		}
 	}
 }
