@@ -107,3 +107,30 @@ func noCostLimit() limits.Config {
 	l.MaxCost = 0
 	return l
 }
+
+// A document of several operations needs operationName, and an
+// operationName the document lacks says so; gqlgen answered both with
+// "operation  not found".
+func TestOperationNameSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const two = `query A { __typename } query B { __typename }`
+	for _, tc := range []struct{ name, want string }{
+		{"", "the document has 2 operations: name the one to run in operationName"},
+		{"C", `the document has no operation named "C"`},
+	} {
+		for range 2 { // parsed, then from the cache
+			r := e.post(t, bodyOf(map[string]any{"query": two, "operationName": tc.name}), "Authorization", "Bearer "+sim.DemoKey)
+			if r.code(t) != string(codes.ValidationFailed) || r.Errors[0].Message != tc.want {
+				t.Errorf("operationName %q: %s", tc.name, r.raw)
+			}
+		}
+	}
+	var data struct {
+		Typename string `json:"__typename"`
+	}
+	if r := e.post(t, bodyOf(map[string]any{"query": two, "operationName": "B"}), "Authorization", "Bearer "+sim.DemoKey); len(r.Errors) > 0 ||
+		json.Unmarshal(r.Data, &data) != nil || data.Typename != "Query" {
+		t.Errorf("operationName B: %s", r.raw)
+	}
+}

@@ -158,3 +158,16 @@ func TestReadManifest(t *testing.T) {
 		}
 	}
 }
+
+// A request names its document once: a documentId with a query is a bad
+// request, where the query was silently ignored for the trusted document.
+func TestDocumentIDAndQueryTogetherIsABadRequest(t *testing.T) {
+	t.Parallel()
+	m := graph.Manifest{"names-v1": `query Names { budgets(first: 2) { nodes { name } } }`}
+	for _, e := range []*env{newEnv(t), newEnv(t, withTrusted(m, false)), newEnv(t, withTrusted(m, true))} {
+		r := e.post(t, bodyOf(map[string]any{"documentId": "names-v1", "query": `{ __typename }`}), "Authorization", "Bearer "+sim.DemoKey)
+		if r.status != 400 || r.code(t) != string(codes.BadRequest) {
+			t.Errorf("%d %s", r.status, r.raw)
+		}
+	}
+}

@@ -64,6 +64,9 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	ctx := r.Context()
 	_, hasKey := upstream.APIKeyFrom(ctx)
 	params, docID, rerr := t.params(w, r, hasKey)
+	if rerr == nil && docID != "" && params.Query != "" {
+		rerr = refuse(http.StatusBadRequest, codes.BadRequest, "send a documentId or a query, not both")
+	}
 	if rerr == nil && t.trusted != nil {
 		rerr = t.trusted.resolve(params, docID)
 	} else if rerr == nil && docID != "" {

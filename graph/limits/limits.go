@@ -80,18 +80,30 @@ func (e *Extension) Validate(es graphql.ExecutableSchema) error {
 // MutateOperationParameters parses and validates a document the cache does
 // not have, within the limits that bound that work.
 func (e *Extension) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
-	_, hit := e.Documents.Get(ctx, p.Query)
+	doc, hit := e.Documents.Get(ctx, p.Query)
 	if e.OnLookup != nil {
 		e.OnLookup(hit)
 	}
-	if hit {
-		return nil
+	if !hit {
+		var err *gqlerror.Error
+		if doc, err = e.document(ctx, p.Query); err != nil {
+			return err
+		}
+		e.Documents.Keep(ctx, p.Query, doc)
 	}
-	doc, err := e.document(ctx, p.Query)
-	if err != nil {
-		return err
+	return chosenOperation(doc, p.OperationName)
+}
+
+// chosenOperation says why operationName picks no operation of doc, in
+// words a client can act on (gqlgen's own says "operation  not found").
+func chosenOperation(doc *ast.QueryDocument, name string) *gqlerror.Error {
+	switch {
+	case name == "" && len(doc.Operations) > 1:
+		return codes.Errorf(codes.ValidationFailed,
+			"the document has %d operations: name the one to run in operationName", len(doc.Operations)).GraphQL()
+	case name != "" && doc.Operations.ForName(name) == nil:
+		return codes.Errorf(codes.ValidationFailed, "the document has no operation named %q", name).GraphQL()
 	}
-	e.Documents.Keep(ctx, p.Query, doc)
 	return nil
 }
 
