@@ -91,7 +91,10 @@ func (e *Extension) MutateOperationParameters(ctx context.Context, p *graphql.Ra
 		}
 		e.Documents.Keep(ctx, p.Query, doc)
 	}
-	return chosenOperation(doc, p.OperationName)
+	if err := chosenOperation(doc, p.OperationName); err != nil {
+		return err
+	}
+	return checkVariables(e.schema, doc.Operations.ForName(p.OperationName), p.Variables)
 }
 
 // chosenOperation says why operationName picks no operation of doc, in
@@ -110,9 +113,6 @@ func chosenOperation(doc *ast.QueryDocument, name string) *gqlerror.Error {
 // MutateOperationContext checks the parsed and validated operation, and
 // keeps its estimated cost in the operation's stats (CostOf).
 func (e *Extension) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
-	if err := checkVariables(e.schema, rc.Operation, rc.Variables); err != nil {
-		return err
-	}
 	s, err := check(rc.Operation, rc.Variables, e.Config)
 	rc.Stats.SetExtension(costStats, Cost{Estimated: s.Calls, Max: e.Config.MaxCost})
 	return err

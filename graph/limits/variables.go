@@ -11,14 +11,16 @@ import (
 	"github.com/costgw/gateway/graph/codes"
 )
 
-// checkVariables holds an operation's variables to the GraphQL spec's input
-// coercion where gqlparser, which coerced them first, is lenient: an enum
-// value is a string written exactly as the schema writes it (gqlparser
-// compares without case, and takes an integer), an Int is a JSON integer
-// and a Float a JSON number (gqlparser takes the string "2"), a Boolean a
-// JSON boolean and a String a JSON string. A variable that does not coerce
-// is a request error (GRAPHQL_VALIDATION_FAILED), as gqlparser's own
-// refusals are; the gateway's scalars (Date, JSON, …) check themselves.
+// checkVariables holds an operation's variables, as the request sent them,
+// to the GraphQL spec's input coercion where gqlparser, which coerces them
+// next, is lenient: an enum value is a string written exactly as the schema
+// writes it (gqlparser compares without case, and takes an integer), an Int
+// is a JSON integer and a Float a JSON number (gqlparser takes the string
+// "2"), a Boolean a JSON boolean and a String a JSON string. A variable that
+// does not coerce is a request error (GRAPHQL_VALIDATION_FAILED), as
+// gqlparser's own refusals are, and says which value is wrong (gqlparser's
+// says "cannot use value 0 as Int" of 2.5); nullness, and the gateway's
+// scalars (Date, JSON, …), are checked after.
 func checkVariables(schema *ast.Schema, op *ast.OperationDefinition, vars map[string]any) *gqlerror.Error {
 	for _, d := range op.VariableDefinitions {
 		if err := checkValue(schema, d.Type, vars[d.Variable], ast.Path{ast.PathName("variable"), ast.PathName(d.Variable)}); err != nil {
@@ -28,14 +30,12 @@ func checkVariables(schema *ast.Schema, op *ast.OperationDefinition, vars map[st
 	return nil
 }
 
-// checkValue checks v, a value of type t at path (nullness is gqlparser's
-// check, done already).
+// checkValue checks v, a value of type t at path.
 func checkValue(schema *ast.Schema, t *ast.Type, v any, path ast.Path) *gqlerror.Error {
 	if v == nil {
 		return nil
 	}
 	if t.Elem != nil {
-		// gqlparser has made one value a list of one, of its own type.
 		list := reflect.ValueOf(v)
 		if list.Kind() != reflect.Slice {
 			return checkValue(schema, t.Elem, v, path)
@@ -107,11 +107,8 @@ func isInteger(v any) bool {
 	case float64:
 		return v == math.Trunc(v) && !math.IsInf(v, 0)
 	case json.Number:
-		if _, err := v.Int64(); err == nil {
-			return true
-		}
-		f, err := v.Float64()
-		return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
+		_, err := v.Int64() // written as an integer, as gqlparser takes it
+		return err == nil
 	}
 	return false
 }
