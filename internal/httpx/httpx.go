@@ -6,7 +6,6 @@ package httpx
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -231,6 +230,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // at once and lets the requests in flight finish for up to grace; what is
 // still running then is cut off and reported.
 //
+// A request whose client had begun sending it when the shutdown began is
+// among those in flight. net/http's Shutdown drops a request it finishes
+// reading after the shutdown has begun, closing its connection without an
+// answer, so the drain does not start with it: the listener is closed and
+// keep-alive turned off (which closes the idle connections, and has every
+// later answer say Connection: close), and each connection that is still
+// reading its request is given up to newConnWait to finish it and reach a
+// handler. Shutdown then has only handlers to wait for.
+//
 // overdue, when not nil, reports how many requests in flight have had
 // their whole answer sent while their handler runs on (graph's deadline
 // guard answers a request past its deadline so, and its handler ends when
@@ -238,17 +246,27 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // every request has been answered: Serve closes the server, logs how many
 // handlers were still running, and returns nil.
 func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger, overdue func() int64) error {
-	var inFlight atomic.Int64 // counted only when overdue is there to compare
-	if overdue != nil {
-		next := srv.Handler
-		if next == nil {
-			next = http.DefaultServeMux
+	var conns, inFlight atomic.Int64 // connections open, requests in handlers
+	next := srv.Handler
+	if next == nil {
+		next = http.DefaultServeMux
+	}
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		next.ServeHTTP(w, r)
+	})
+	hook := srv.ConnState
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			conns.Add(-1)
 		}
-		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			inFlight.Add(1)
-			defer inFlight.Add(-1)
-			next.ServeHTTP(w, r)
-		})
+		if hook != nil {
+			hook(c, s)
+		}
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -258,7 +276,14 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Du
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: no new connections; draining requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	deadline := time.Now().Add(grace)
+	_ = ln.Close()
+	<-served // Serve has stopped accepting; the connections go on
+	srv.SetKeepAlivesEnabled(false)
+	for reading := time.Now().Add(min(newConnWait, grace)); conns.Load() > inFlight.Load() && time.Now().Before(reading); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
@@ -271,9 +296,11 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Du
 		}
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
 	log.Info("stopped: every request answered")
 	return nil
 }
+
+// newConnWait is how long a shutdown waits for the connections that are
+// reading a request to reach a handler; net/http's Shutdown, which comes
+// next, treats a connection that has sent nothing for as long as idle.
+const newConnWait = 5 * time.Second

@@ -147,3 +147,51 @@ func TestServeLeavesOnlyOverdueRequests(t *testing.T) {
 		})
 	}
 }
+
+// A request its client had begun sending when the shutdown began is
+// answered, with Connection: close. net/http's Shutdown drops a request it
+// finishes reading after the shutdown has begun: the client's connection
+// was closed without an answer while the log said every request had been.
+func TestServeAnswersARequestBeingSentAtShutdown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "answered")
+	}), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, srv, ln, 5*time.Second, slog.New(slog.DiscardHandler), nil) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server has the first bytes
+	stop()
+	time.Sleep(300 * time.Millisecond)
+	if _, err := io.WriteString(c, "Content-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "answered" || !resp.Close {
+		t.Errorf("answer %d %q, Connection: close %v", resp.StatusCode, body, resp.Close)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	// And no new connection is taken.
+	if c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		c.Close()
+		t.Error("a new connection was accepted after the shutdown began")
+	}
+}
