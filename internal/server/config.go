@@ -250,7 +250,8 @@ func (c Config) validate() error {
 		v    int
 	}{{"max-tokens", c.Limits.MaxTokens}, {"max-selections", c.Limits.MaxSelections}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
 		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight},
-		{"caller-in-flight", c.CallerInFlight}, {"requests-in-flight", c.RequestsInFlight}, {"caller-refusals", c.CallerRefusals}} {
+		{"caller-in-flight", c.CallerInFlight}, {"requests-in-flight", c.RequestsInFlight}, {"caller-refusals", c.CallerRefusals},
+		{"rate-limit", c.RateLimit}} {
 		if f.v < 0 {
 			errs.Addf(f.name, f.v, "want 0 (no limit) or a positive whole number")
 		}
@@ -285,7 +286,25 @@ func (c Config) validate() error {
 			errs.Addf("cors-origins", strings.Join(c.CORSOrigins, ","), "%v", err)
 		}
 	}
+	for _, h := range c.CORSAllowedHeaders {
+		if !isToken(h) {
+			errs.Addf("cors-allowed-headers", strings.Join(c.CORSAllowedHeaders, ","), "%q is not a header name", h)
+		}
+	}
 	return errs.Err()
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110), as a header name is.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // listValue is a comma-separated flag value that replaces its default.

@@ -175,6 +175,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"gc percent far below -1", []string{"-gc-percent", "-3"}, nil, "-gc-percent"},
 		{"gc percent not a number", nil, map[string]string{"COSTGW_GC_PERCENT": "high"}, "COSTGW_GC_PERCENT"},
 		{"negative requests in flight", []string{"-requests-in-flight", "-1"}, nil, "-requests-in-flight"},
+		{"negative rate limit", []string{"-rate-limit", "-1"}, nil, "-rate-limit"},
+		{"negative rate limit in env", nil, map[string]string{"COSTGW_RATE_LIMIT": "-1"}, "-rate-limit"},
+		{"a header name with a space", nil, map[string]string{"COSTGW_CORS_ALLOWED_HEADERS": "Authorization,bad header"}, "-cors-allowed-headers"},
+		{"a header name with parentheses", []string{"-cors-allowed-headers", "(x)"}, nil, "-cors-allowed-headers"},
 		{"unknown flag", []string{"-nope"}, nil, "-nope"},
 		{"stray argument", []string{"serve"}, nil, "unexpected arguments"},
 	}
