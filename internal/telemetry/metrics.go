@@ -102,6 +102,12 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 	for _, k := range []string{"key", "keyless", "unaccepted"} {
 		m.paced.WithLabelValues(k)
 	}
+	for _, w := range []string{"resolver", "loader", "http"} {
+		m.panics.WithLabelValues(w)
+	}
+	for _, r := range []string{"hit", "miss"} {
+		m.cache.WithLabelValues(r)
+	}
 	return m
 }
 

@@ -322,3 +322,34 @@ func sortLabels(m map[string]float64) map[string]float64 {
 	}
 	return out
 }
+
+// The counters whose label values are known ahead are there at 0 from the
+// start, so that increase() and rate() see their first event: an alert on
+// increase(costgw_panics_total[5m]) missed the first panic, whose series
+// the panic itself created at 1.
+func TestCountersStartAtZero(t *testing.T) {
+	fams, err := NewMetrics(nil).Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range fams {
+		for _, s := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range s.GetLabel() {
+				name += " " + l.GetName() + "=" + l.GetValue()
+			}
+			got[name] = true
+		}
+	}
+	for _, want := range []string{
+		"costgw_panics_total where=resolver", "costgw_panics_total where=loader", "costgw_panics_total where=http",
+		"costgw_query_cache_lookups_total result=hit", "costgw_query_cache_lookups_total result=miss",
+		"costgw_limit_rejections_total limit=depth", "costgw_callers_paced_total caller=key",
+		"costgw_rate_limit_rejections_total",
+	} {
+		if !got[want] {
+			t.Errorf("a fresh registry has no series %s", want)
+		}
+	}
+}
