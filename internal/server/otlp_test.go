@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -255,5 +256,39 @@ func TestTracingConfigErrors(t *testing.T) {
 				t.Errorf("the gateway served with a bad setting:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// What OpenTelemetry reports in the background (here: exports the
+// collector does not take) goes to the gateway's JSON log, at warn level.
+// It went to Go's log package as plain text, past -log-format and
+// -log-level. Not parallel: the batch processor's delay is read from the
+// process's environment.
+func TestOTelErrorsGoToTheLog(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	_, up := simUpstream(t, sim.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	gw := startGateway(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": closed}, "-upstream", up.URL)
+	if status, _, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, `{ __typename }`); err != nil || status != 200 {
+		t.Fatalf("status %d, %v", status, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(gw.logs.String(), "OpenTelemetry reported an error"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line of the failed export in 10s:\n%s", gw.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(gw.logs.String()), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Errorf("a log line is not JSON: %s", line)
+		} else if strings.Contains(line, "OpenTelemetry") && v["level"] != "WARN" {
+			t.Errorf("the export's failure is logged at %v: %s", v["level"], line)
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 	"github.com/costgw/gateway/web/playground"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
 )
 
 // Run serves until ctx ends, or runs the action a flag asks for. If ready is
@@ -57,6 +58,15 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		_ = tracing.Shutdown(sctx)
 	}()
 	log := newLogger(cfg, stderr)
+	if tracing.Enabled() {
+		// OpenTelemetry reports what fails in the background (an export the
+		// collector refused or did not take) through its error handler,
+		// which writes plain text with Go's log package unless told
+		// otherwise: it goes to the gateway's own log instead, as its lines do.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			log.Warn("tracing: OpenTelemetry reported an error", "error", err.Error())
+		}))
+	}
 	setGC(cfg, lookupEnv, log)
 	return serve(ctx, cfg, tracing, log, ready)
 }
