@@ -150,12 +150,17 @@ func TestSpans(t *testing.T) {
 	if client.Status.Code != codes.Error {
 		t.Errorf("client span status %v, want Error", client.Status)
 	}
-	// An anonymous operation, ended before its type was known.
-	if opSpan.Name != "unknown " || opSpan.Status.Code != codes.Error || opSpan.Status.Description != "UPSTREAM_UNAVAILABLE" {
+	// An anonymous operation, ended before its type was known: named by its
+	// type alone, with no empty name (it was "unknown ", with one).
+	if opSpan.Name != "unknown" || opSpan.Status.Code != codes.Error || opSpan.Status.Description != "UPSTREAM_UNAVAILABLE" {
 		t.Errorf("operation span %q status %v", opSpan.Name, opSpan.Status)
 	}
-	if got := attrMap(opSpan.Attributes)["graphql.operation.type"]; got != "unknown" {
+	attrs := attrMap(opSpan.Attributes)
+	if got := attrs["graphql.operation.type"]; got != "unknown" {
 		t.Errorf("operation type %v", got)
+	}
+	if got, ok := attrs["graphql.operation.name"]; ok {
+		t.Errorf("an anonymous operation has the name %q", got)
 	}
 }
 

@@ -396,9 +396,15 @@ func (o Operation) End(name, typ, code string, estimated int, calls int64) {
 		if typ == "" {
 			typ = "unknown"
 		}
-		o.span.SetName(typ + " " + name)
+		// As OpenTelemetry's GraphQL conventions name it: the type, and the
+		// operation's name when it has one.
+		if name == "" {
+			o.span.SetName(typ)
+		} else {
+			o.span.SetName(typ + " " + name)
+			o.span.SetAttributes(attribute.String("graphql.operation.name", name))
+		}
 		o.span.SetAttributes(
-			attribute.String("graphql.operation.name", name),
 			attribute.String("graphql.operation.type", typ),
 			attribute.Int("costgw.upstream_calls.estimated", estimated),
 			attribute.Int64("costgw.upstream_calls", calls),
