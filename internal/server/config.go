@@ -208,7 +208,9 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 costgw serves a GraphQL API at /graphql and the GraphiQL playground at / in
 front of the Cost Management REST API. Without -upstream it runs on a built-in
 simulator of that API; send "Authorization: Bearer demo-key".
-Also served: /healthz (liveness), /readyz (the upstream answers), /version.
+Also served: /healthz (liveness), /readyz (the upstream answers), /version;
+on the admin listener instead when -admin-listen is set, with /metrics and
+/debug/pprof/.
 
 Every flag but -version and -healthcheck can be set with the environment
 variable named after it; a flag wins over its variable.
