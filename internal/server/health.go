@@ -78,9 +78,11 @@ func (rd *readiness) check(ctx context.Context) (bool, error) {
 func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ready, err := rd.check(r.Context())
 	if err != nil {
-		rd.log.LogAttrs(r.Context(), slog.LevelWarn, "readiness: the upstream probe failed",
-			slog.String("request_id", httpx.RequestIDFrom(r.Context())), slog.String("error", err.Error()),
-			slog.Bool("ready", ready))
+		attrs := []slog.Attr{slog.String("error", err.Error()), slog.Bool("ready", ready)}
+		if id := httpx.RequestIDFrom(r.Context()); id != "" { // the admin listener gives none
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+		rd.log.LogAttrs(r.Context(), slog.LevelWarn, "readiness: the upstream probe failed", attrs...)
 	}
 	if !ready {
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "upstream": probeSummary(err)})

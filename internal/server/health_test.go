@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/costgw/gateway/internal/testlog"
 )
 
 // /readyz flipped on one failed probe when 15 % of upstream answers were
@@ -39,4 +43,17 @@ func TestReadinessDoesNotFlap(t *testing.T) {
 	check(true, false) // the third in a row
 	check(true, false)
 	check(false, true)
+}
+
+// A failed probe's line has a request_id only when the request has one: on
+// the admin listener, which gives none, it said "request_id":"".
+func TestReadinessLogsNoEmptyRequestID(t *testing.T) {
+	t.Parallel()
+	var logs testlog.Buffer
+	rd := newReadiness(func(context.Context) error { return errors.New("down") }, readinessTimeout,
+		slog.New(slog.NewJSONHandler(&logs, nil)))
+	rd.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/readyz", nil))
+	if line := logs.String(); !strings.Contains(line, "the upstream probe failed") || strings.Contains(line, "request_id") {
+		t.Errorf("log: %s", line)
+	}
 }
