@@ -278,7 +278,7 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Du
 	log.Info("shutting down: no new connections; draining requests in flight")
 	deadline := time.Now().Add(grace)
 	_ = ln.Close()
-	<-served // Serve has stopped accepting; the connections go on
+	<-served // Serve has stopped accepting (and let go of ln, which Shutdown would close again); the connections go on
 	srv.SetKeepAlivesEnabled(false)
 	for reading := time.Now().Add(min(newConnWait, grace)); conns.Load() > inFlight.Load() && time.Now().Before(reading); {
 		time.Sleep(10 * time.Millisecond)
