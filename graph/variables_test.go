@@ -34,6 +34,7 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 		"an enum as a number":            {explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", 1)},
 		"an Int as a string":             {page, map[string]any{"n": "2"}},
 		"an Int with a fraction":         {page, map[string]any{"n": 2.5}},
+		"an Int past 32 bits":            {page, map[string]any{"n": 99999999999}},
 		"a Boolean for an ID in a list":  {nodes, map[string]any{"ids": []any{"QnVkZ2V0OjE=", true}}},
 	} {
 		body, _ := json.Marshal(map[string]any{"query": tc.query, "variables": tc.vars})
