@@ -135,11 +135,6 @@ type apq struct {
 }
 
 func (a apq) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
-	if pq, ok := p.Extensions["persistedQuery"]; ok && pq != nil {
-		if msg := checkPersistedQuery(pq); msg != "" {
-			return codes.Errorf(codes.BadRequest, "%s", msg).GraphQL()
-		}
-	}
 	err := a.AutomaticPersistedQuery.MutateOperationParameters(ctx, p)
 	if err != nil {
 		if _, ok := err.Extensions["code"]; !ok {

@@ -159,6 +159,28 @@ func TestReadManifest(t *testing.T) {
 	}
 }
 
+// The trusted documents read the persistedQuery extension too: a malformed
+// one is a bad request there as well, where version 2 with a trusted
+// document's hash ran it, and a number for the hash under -only-persisted
+// was PERSISTED_QUERY_NOT_IN_LIST.
+func TestMalformedPersistedQueryWithTrustedDocuments(t *testing.T) {
+	t.Parallel()
+	const q = `query Names { budgets(first: 2) { nodes { name } } }`
+	m := graph.Manifest{"names-v1": q}
+	for _, only := range []bool{false, true} {
+		e := newEnv(t, withTrusted(m, only))
+		for name, pq := range map[string]any{
+			"version 2":             map[string]any{"version": 2, "sha256Hash": hashOf(q)},
+			"a number for the hash": map[string]any{"version": 1, "sha256Hash": 5},
+		} {
+			r := e.post(t, bodyOf(map[string]any{"extensions": map[string]any{"persistedQuery": pq}}), "Authorization", "Bearer "+sim.DemoKey)
+			if r.status != 400 || r.code(t) != string(codes.BadRequest) {
+				t.Errorf("only=%v, %s: %d %s", only, name, r.status, r.raw)
+			}
+		}
+	}
+}
+
 // A request names its document once: a documentId with a query is a bad
 // request, where the query was silently ignored for the trusted document.
 func TestDocumentIDAndQueryTogetherIsABadRequest(t *testing.T) {

@@ -67,6 +67,12 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	if rerr == nil && docID != "" && params.Query != "" {
 		rerr = refuse(http.StatusBadRequest, codes.BadRequest, "send a documentId or a query, not both")
 	}
+	if rerr == nil && params.Extensions["persistedQuery"] != nil {
+		// Checked before the trusted documents or the APQ store read it.
+		if msg := checkPersistedQuery(params.Extensions["persistedQuery"]); msg != "" {
+			rerr = refuse(http.StatusBadRequest, codes.BadRequest, msg)
+		}
+	}
 	if rerr == nil && t.trusted != nil {
 		rerr = t.trusted.resolve(params, docID)
 	} else if rerr == nil && docID != "" {
