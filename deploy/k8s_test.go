@@ -294,17 +294,18 @@ func TestKubernetesEnvironment(t *testing.T) {
 
 	// The pod may be told to stop while requests run: the grace period
 	// covers the preStop sleep, then the gateway's own drain, which lasts
-	// up to the request timeout + 5 s.
+	// up to 5 s for requests still being sent (internal/httpx's
+	// newConnWait) and then the request timeout + 5 s.
 	timeout, err := time.ParseDuration(env["COSTGW_REQUEST_TIMEOUT"])
 	if err != nil {
 		timeout = 30 * time.Second
 	}
-	need := timeout + 5*time.Second
+	need := 5*time.Second + timeout + 5*time.Second
 	if ps := g.Lifecycle.PreStop; ps != nil && ps.Sleep != nil {
 		need += time.Duration(ps.Sleep.Seconds) * time.Second
 	}
 	if got := time.Duration(c.deployment.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second; got < need {
-		t.Errorf("terminationGracePeriodSeconds is %v, want at least %v (preStop, request timeout, 5 s)", got, need)
+		t.Errorf("terminationGracePeriodSeconds is %v, want at least %v (preStop, 5 s, request timeout, 5 s)", got, need)
 	}
 }
 

@@ -230,14 +230,17 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // at once and lets the requests in flight finish for up to grace; what is
 // still running then is cut off and reported.
 //
-// A request whose client had begun sending it when the shutdown began is
-// among those in flight. net/http's Shutdown drops a request it finishes
-// reading after the shutdown has begun, closing its connection without an
-// answer, so the drain does not start with it: the listener is closed and
-// keep-alive turned off (which closes the idle connections, and has every
-// later answer say Connection: close), and each connection that is still
-// reading its request is given up to newConnWait to finish it and reach a
-// handler. Shutdown then has only handlers to wait for.
+// A request a client had begun sending on a new connection when the
+// shutdown began is among those in flight. net/http's Shutdown drops a
+// request it finishes reading after the shutdown has begun, closing its
+// connection without an answer, so the drain does not start with it: the
+// listener is closed and keep-alive turned off (which closes the idle
+// connections, and has every later answer say Connection: close), and each
+// connection that is still reading its first request is given up to
+// newConnWait to finish it and reach a handler; Shutdown then has only
+// handlers to wait for, each for up to grace. (A request begun on a
+// kept-alive connection is its client's to send again, as with any HTTP
+// server: the connection was idle, and is closed.)
 //
 // overdue, when not nil, reports how many requests in flight have had
 // their whole answer sent while their handler runs on (graph's deadline
@@ -276,14 +279,15 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Du
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: no new connections; draining requests in flight")
-	deadline := time.Now().Add(grace)
 	_ = ln.Close()
 	<-served // Serve has stopped accepting (and let go of ln, which Shutdown would close again); the connections go on
 	srv.SetKeepAlivesEnabled(false)
 	for reading := time.Now().Add(min(newConnWait, grace)); conns.Load() > inFlight.Load() && time.Now().Before(reading); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	sctx, cancel := context.WithDeadline(context.Background(), deadline)
+	// Every handler gets the whole grace, one that started late in the wait
+	// above included.
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
