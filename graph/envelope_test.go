@@ -9,12 +9,15 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/costgw/gateway/graph/limits"
 )
 
 // referenceEnvelope is how the transport read a body before decodeEnvelope:
 // encoding/json, into a struct of the members. decodeEnvelope must read
-// every body alike, but for the two documented differences: member names
-// match exactly, and nesting is bounded by maxBodyNesting.
+// every body alike, but for the three documented differences: member names
+// match exactly, nesting is bounded by maxBodyNesting, and a list by
+// limits.MaxListValues.
 func referenceEnvelope(body []byte) (q, op, docID *string, vars, ext json.RawMessage, ok bool) {
 	var b struct {
 		Query         *string         `json:"query"`
@@ -72,6 +75,9 @@ func differs(body []byte) bool {
 		case '}', ']':
 			depth--
 		}
+	}
+	if bytes.Count(body, []byte(",")) >= limits.MaxListValues {
+		return true // it may have a list longer than the gateway takes
 	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(body, &members) != nil {

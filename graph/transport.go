@@ -280,9 +280,10 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 	}
 	p := &graphql.RawParams{Query: q.Get("query"), OperationName: q.Get("operationName")}
 	if v := q.Get("variables"); v != "" {
-		if err := checkJSONObject([]byte(v)); err == errTooDeep {
-			return nil, "", deepVariables(r, &envelopeError{msg: "the variables nest deeper than " +
-				strconv.Itoa(maxBodyNesting-1) + " levels; a JSON input may nest 32", deepVariables: true})
+		if err := checkJSONObject([]byte(v)); err != nil {
+			if verr := variablesError(err); verr != nil {
+				return nil, "", deepVariables(r, verr)
+			}
 		}
 		if err := decodeObject([]byte(v), &p.Variables); err != nil {
 			return bad("the variables parameter must be a JSON object")

@@ -36,11 +36,12 @@ func checkVariables(schema *ast.Schema, op *ast.OperationDefinition, vars map[st
 	return nil
 }
 
-// maxVariableList bounds the values of a list in the variables, ten times
+// MaxListValues bounds the values of a list in the variables, ten times
 // the most any list argument of the schema takes (nodes' 100 IDs): a longer
 // one is refused before gqlparser and gqlgen coerce each of its values
-// (262 000 IDs once cost 90 MB that way).
-const maxVariableList = 1000
+// (262 000 IDs once cost 90 MB that way). The transport refuses such a list
+// as it checks the body, before decoding it.
+const MaxListValues = 1000
 
 // badValue is a value that does not coerce: what is wrong, and where below
 // the variable, innermost first (the path is built only for a refusal).
@@ -60,8 +61,8 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) *badValue {
 		if !ok {
 			return checkValue(schema, t.Elem, v) // one value stands for a list of one
 		}
-		if len(list) > maxVariableList {
-			return &badValue{msg: fmt.Sprintf("a list of %d values; a list in the variables may have at most %d", len(list), maxVariableList),
+		if len(list) > MaxListValues {
+			return &badValue{msg: fmt.Sprintf("a list of %d values; a list in the variables may have at most %d", len(list), MaxListValues),
 				code: codes.BadUserInput}
 		}
 		for i, x := range list {
