@@ -9,15 +9,13 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/costgw/gateway/graph/limits"
 )
 
 // referenceEnvelope is how the transport read a body before decodeEnvelope:
 // encoding/json, into a struct of the members. decodeEnvelope must read
 // every body alike, but for the three documented differences: member names
 // match exactly, nesting is bounded by maxBodyNesting, and a list by
-// limits.MaxListValues.
+// maxBodyList.
 func referenceEnvelope(body []byte) (q, op, docID *string, vars, ext json.RawMessage, ok bool) {
 	var b struct {
 		Query         *string         `json:"query"`
@@ -76,7 +74,7 @@ func differs(body []byte) bool {
 			depth--
 		}
 	}
-	if bytes.Count(body, []byte(",")) >= limits.MaxListValues {
+	if bytes.Count(body, []byte(",")) >= maxBodyList {
 		return true // it may have a list longer than the gateway takes
 	}
 	var members map[string]json.RawMessage

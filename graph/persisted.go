@@ -165,15 +165,13 @@ func checkPersistedQuery(pq any) string {
 	return ""
 }
 
-// isOne reports whether v, a JSON value as a request's parameters are
-// decoded, is the number 1.
+// isOne reports whether v, a JSON value as the transport decodes a
+// request's parameters (numbers as json.Number), is the number 1.
 func isOne(v any) bool {
-	switch v := v.(type) {
-	case json.Number:
-		f, err := v.Float64()
-		return err == nil && f == 1
-	case float64:
-		return v == 1
+	n, ok := v.(json.Number)
+	if !ok {
+		return false
 	}
-	return false
+	f, err := n.Float64()
+	return err == nil && f == 1
 }

@@ -31,23 +31,15 @@ func checkVariables(schema *ast.Schema, op *ast.OperationDefinition, vars map[st
 		for i := len(bad.path) - 1; i >= 0; i-- {
 			path = append(path, bad.path[i])
 		}
-		return withCode(gqlerror.ErrorPathf(path, "%s", bad.msg), bad.code)
+		return withCode(gqlerror.ErrorPathf(path, "%s", bad.msg), codes.ValidationFailed)
 	}
 	return nil
 }
-
-// MaxListValues bounds the values of a list in the variables, ten times
-// the most any list argument of the schema takes (nodes' 100 IDs): a longer
-// one is refused before gqlparser and gqlgen coerce each of its values
-// (262 000 IDs once cost 90 MB that way). The transport refuses such a list
-// as it checks the body, before decoding it.
-const MaxListValues = 1000
 
 // badValue is a value that does not coerce: what is wrong, and where below
 // the variable, innermost first (the path is built only for a refusal).
 type badValue struct {
 	msg  string
-	code codes.Code
 	path []ast.PathElement
 }
 
@@ -60,10 +52,6 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) *badValue {
 		list, ok := v.([]any)
 		if !ok {
 			return checkValue(schema, t.Elem, v) // one value stands for a list of one
-		}
-		if len(list) > MaxListValues {
-			return &badValue{msg: fmt.Sprintf("a list of %d values; a list in the variables may have at most %d", len(list), MaxListValues),
-				code: codes.BadUserInput}
 		}
 		for i, x := range list {
 			if bad := checkValue(schema, t.Elem, x); bad != nil {
@@ -112,55 +100,38 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) *badValue {
 		return nil
 	}
 	if b, err := json.Marshal(v); err == nil && len(b) <= 64 {
-		return &badValue{msg: fmt.Sprintf("%s is not a value of type %s", b, def.Name), code: codes.ValidationFailed}
+		return &badValue{msg: fmt.Sprintf("%s is not a value of type %s", b, def.Name)}
 	}
-	return &badValue{msg: "the value is not of type " + def.Name, code: codes.ValidationFailed}
+	return &badValue{msg: "the value is not of type " + def.Name}
 }
+
+// The transport decodes the variables' numbers as json.Number, as gqlgen's
+// own transports do, so a number is one and nothing else is.
 
 // isInt32 reports whether v is a JSON integer in the range of GraphQL's
 // Int, a signed 32-bit integer.
 func isInt32(v any) bool {
-	if !isInteger(v) {
+	n, ok := v.(json.Number)
+	if !ok {
 		return false
 	}
-	var n int64
-	switch v := v.(type) {
-	case json.Number:
-		n, _ = v.Int64()
-	case float64:
-		if v < math.MinInt32 || v > math.MaxInt32 {
-			return false
-		}
-		n = int64(v)
-	case int:
-		n = int64(v)
-	case int32:
-		n = int64(v)
-	case int64:
-		n = v
-	}
-	return n >= math.MinInt32 && n <= math.MaxInt32
+	i, err := n.Int64()
+	return err == nil && i >= math.MinInt32 && i <= math.MaxInt32
 }
 
-// isNumber reports whether v is a JSON number, as the variables decode.
+// isNumber reports whether v is a JSON number.
 func isNumber(v any) bool {
-	switch v.(type) {
-	case json.Number, float64, float32, int, int32, int64:
-		return true
-	}
-	return false
+	_, ok := v.(json.Number)
+	return ok
 }
 
-// isInteger reports whether v is a JSON number with no fraction.
+// isInteger reports whether v is a JSON number written as an integer, as
+// gqlparser takes it.
 func isInteger(v any) bool {
-	switch v := v.(type) {
-	case int, int32, int64:
-		return true
-	case float64:
-		return v == math.Trunc(v) && !math.IsInf(v, 0)
-	case json.Number:
-		_, err := v.Int64() // written as an integer, as gqlparser takes it
-		return err == nil
+	n, ok := v.(json.Number)
+	if !ok {
+		return false
 	}
-	return false
+	_, err := n.Int64()
+	return err == nil
 }
