@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/internal/answerbuf"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -119,6 +120,11 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	default:
 		InfoFrom(ctx).answer(first.Errors, first.Data)
 		writeResponse(w, media, http.StatusOK, first, true)
+		if len(first.Errors) == 0 {
+			// Written, and held by nothing else: the Info keeps the data
+			// of an answer with errors only.
+			answerbuf.Put(first.Data)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/costgw/gateway/graph/internal/answerbuf"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/opmemo"
 	"github.com/costgw/gateway/internal/gopool"
@@ -1845,11 +1846,10 @@ const maxResponseHint = 4 << 20
 // the size of its last answer and an eighth: an answer of a document from
 // the cache of parsed documents is written into a buffer of its size at
 // once, not one doubled from 64 bytes, copied and collected a dozen times.
+// The buffer is lent (answerbuf): the transport gives it back once the
+// answer is written.
 func newResponseBuffer(m *opmemo.Memo) *bytes.Buffer {
-	if h := m.SizeHint(); h > 0 {
-		return bytes.NewBuffer(make([]byte, 0, h))
-	}
-	return new(bytes.Buffer)
+	return answerbuf.Get(m.SizeHint())
 }
 
 // keepResponseSize keeps n, the length of an answer, as the size of the
