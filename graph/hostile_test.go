@@ -147,6 +147,17 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 	deep := strings.Repeat("[", 9997) + strings.Repeat("]", 9997)
 	idsHead, idsTail := `{"query": "query($ids: [ID!]!) { nodes(ids: $ids) { id } }", "variables": {"ids": [1`, `]}}`
 	ids := idsHead + strings.Repeat(",1", (limit-1-len(idsHead)-len(idsTail))/2) + idsTail
+	// A variable is one value however many times the document names it:
+	// [$x, $x, …] on a 60 KB string stands for 60 MB of JSON at 1 000
+	// names (and 1.1 GB of memory at 5 000), which was built before its
+	// size was checked. What the bounds below leave is the parsing of the
+	// list in the document, about 90 bytes a byte.
+	named := func(n int) string { return strings.TrimSuffix(strings.Repeat("$x, ", n), ", ") }
+	x := `"variables": {"x": "` + strings.Repeat("A", 60_000) + `"}}`
+	growthBomb := `{"query": "mutation($x: JSON) { updateBudget(input: {id: \"QnVkZ2V0OjE=\", growthRate: [` + named(1000) +
+		`]}) { budget { id } } }", ` + x
+	filterBomb := `{"query": "query($x: JSON!) { explorer { summary(query: {dateRange: {start: \"2026-01-01\", end: \"2026-01-31\"}, ` +
+		`groupBy: \"billing_account_name\", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY, filters: [` + named(400) + `]}) { servedFromCache } } }", ` + x
 	for _, tc := range []struct {
 		name, body string
 		code       codes.Code // "" for data
@@ -166,6 +177,11 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 		// built the list (27 MB). A list of more than 1 000 values is now
 		// refused as the body is checked.
 		{"integer ids at the limit", ids, codes.BadUserInput, 3},
+		{"a JSON variable named 1 000 times", growthBomb, codes.BadUserInput, 8},
+		// Each filter is within its own bound; 400 of them were 24 MB sent
+		// upstream. Four are encoded (about 120 KB each with the encoder's
+		// buffer) before the request's budget is spent.
+		{"a JSON variable named 400 times as filters", filterBomb, codes.BadUserInput, 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r response

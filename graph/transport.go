@@ -18,6 +18,7 @@ import (
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/internal/answerbuf"
+	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -109,7 +110,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	if !multipart {
 		withoutDefer(rc)
 	}
-	responses, ctx := exec.DispatchOperation(ctx, rc)
+	responses, ctx := exec.DispatchOperation(model.WithJSONBudget(ctx), rc)
 	first := responses(ctx)
 	switch {
 	case first == nil:

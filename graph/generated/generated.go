@@ -2391,7 +2391,7 @@ input ExplorerQueryInput {
   costType: CostType!
   "The size of a time bucket."
   granularity: Granularity!
-  "Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB."
+  "Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB, and 256 KB with the request's other JSON values."
   filters: [JSON!]! = []
 }
 
@@ -2906,8 +2906,8 @@ scalar DateTime @specifiedBy(url: "https://scalars.graphql.org/andimarek/date-ti
 """
 Any JSON value. Used only where the REST contract leaves a shape unknown: a budget's ` + "`" + `dimensions` + "`" + ` and untyped
 fields, Explorer filters and untyped Explorer rows, and the extra members of recommendations and anomalies. Input
-values nest at most 32 deep and are at most 64 KB; an output value nested deeper than 32 fails its field with
-UPSTREAM_BAD_RESPONSE.
+values nest at most 32 deep and are at most 64 KB each, and 256 KB all those of a request together; an output value
+nested deeper than 32 fails its field with UPSTREAM_BAD_RESPONSE.
 """
 scalar JSON @specifiedBy(url: "https://www.rfc-editor.org/rfc/rfc8259")
 

@@ -159,7 +159,7 @@ type ExplorerQueryInput struct {
 	CostType string `json:"costType"`
 	// The size of a time bucket.
 	Granularity string `json:"granularity"`
-	// Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB.
+	// Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB, and 256 KB with the request's other JSON values.
 	Filters []json.RawMessage `json:"filters"`
 }
 

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -181,10 +182,27 @@ func MarshalJSONValue(v json.RawMessage) graphql.ContextMarshaler {
 }
 
 // UnmarshalJSONValue accepts an input value nested at most MaxJSONDepth deep
-// and at most MaxJSONBytes encoded, and returns it as raw JSON.
-func UnmarshalJSONValue(_ context.Context, v any) (json.RawMessage, error) {
-	if !shallow(v, MaxJSONDepth) {
+// and at most MaxJSONBytes encoded, and returns it as raw JSON. Under a
+// context from WithJSONBudget the value is also charged to its request's
+// budget: a request's JSON inputs together are at most MaxJSONInputBytes.
+//
+// The value is measured before it is encoded, and the measure stops as soon
+// as it is over a bound: a variable is one value however many times the
+// document names it, so `[$x, $x, …]` on a 60 KB $x stands for a value of
+// gigabytes that must not be built to be refused.
+func UnmarshalJSONValue(ctx context.Context, v any) (json.RawMessage, error) {
+	budget, _ := ctx.Value(jsonBudgetKey{}).(*atomic.Int64)
+	left := int64(MaxJSONInputBytes)
+	if budget != nil {
+		left = budget.Load()
+	}
+	switch n, deep := jsonSize(v, MaxJSONDepth, min(MaxJSONBytes, left)+1); {
+	case deep:
 		return nil, codes.Errorf(codes.BadUserInput, "JSON value nests deeper than %d levels", MaxJSONDepth)
+	case n > MaxJSONBytes:
+		return nil, codes.Errorf(codes.BadUserInput, "JSON value is more than %d bytes encoded; at most %d are allowed", MaxJSONBytes, MaxJSONBytes)
+	case n > left:
+		return nil, errJSONBudget
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -193,33 +211,75 @@ func UnmarshalJSONValue(_ context.Context, v any) (json.RawMessage, error) {
 	if len(b) > MaxJSONBytes {
 		return nil, codes.Errorf(codes.BadUserInput, "JSON value is %d bytes encoded; at most %d are allowed", len(b), MaxJSONBytes)
 	}
+	if budget != nil && budget.Add(-int64(len(b))) < 0 {
+		return nil, errJSONBudget
+	}
 	return b, nil
 }
 
-// shallow reports whether v nests at most depth levels of lists and
-// objects; it stops looking as soon as it finds deeper.
-func shallow(v any, depth int) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		if depth == 0 {
-			return false
-		}
-		for _, e := range v {
-			if !shallow(e, depth-1) {
+// MaxJSONInputBytes bounds the JSON inputs of one request together,
+// encoded: four values at MaxJSONBytes, what a createBudget or updateBudget
+// with every JSON field at its bound needs.
+const MaxJSONInputBytes = 4 * MaxJSONBytes
+
+var errJSONBudget = codes.Errorf(codes.BadUserInput,
+	"the JSON values of this request are more than %d bytes encoded together; at most %d are allowed", MaxJSONInputBytes, MaxJSONInputBytes)
+
+type jsonBudgetKey struct{}
+
+// WithJSONBudget gives a request's context the budget of its JSON inputs,
+// MaxJSONInputBytes, which UnmarshalJSONValue draws on.
+func WithJSONBudget(ctx context.Context) context.Context {
+	b := new(atomic.Int64)
+	b.Store(MaxJSONInputBytes)
+	return context.WithValue(ctx, jsonBudgetKey{}, b)
+}
+
+// jsonSize measures v, a value of the JSON scalar as gqlgen gives it (the
+// decoded variables, or a literal with variables in it): n is at least the
+// length of its encoding without escapes, and deep reports that it nests
+// more than depth levels. It stops as soon as n reaches limit or the value
+// is found too deep, so it visits at most limit values, however many times
+// v holds the same one.
+func jsonSize(v any, depth int, limit int64) (n int64, deep bool) {
+	var walk func(v any, depth int) bool // false: stop
+	walk = func(v any, depth int) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			if depth == 0 {
+				deep = true
 				return false
 			}
-		}
-	case []any:
-		if depth == 0 {
-			return false
-		}
-		for _, e := range v {
-			if !shallow(e, depth-1) {
+			n += 2
+			for k, e := range v {
+				n += int64(len(k)) + 4 // "k":,
+				if n >= limit || !walk(e, depth-1) {
+					return false
+				}
+			}
+		case []any:
+			if depth == 0 {
+				deep = true
 				return false
 			}
+			n += 2
+			for _, e := range v {
+				n++ // ,
+				if n >= limit || !walk(e, depth-1) {
+					return false
+				}
+			}
+		case string:
+			n += int64(len(v)) + 2
+		case json.Number:
+			n += int64(len(v))
+		default:
+			n++ // a number, true, false or null: one byte at least
 		}
+		return n < limit
 	}
-	return true
+	walk(v, depth)
+	return n, deep
 }
 
 // jsonDepth is the deepest nesting of lists and objects in valid JSON.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,6 +180,42 @@ func TestJSONInputBounds(t *testing.T) {
 			continue
 		}
 		wantBadInput(t, "a hostile JSON value", err)
+	}
+}
+
+// A request's JSON inputs draw on one budget, and a value that names the
+// same large value many times is refused after looking at a bound's worth of
+// it, not after encoding all of it.
+func TestJSONInputBudget(t *testing.T) {
+	t.Parallel()
+	ctx := WithJSONBudget(context.Background())
+	big := strings.Repeat("x", MaxJSONBytes-100)
+	for i := range MaxJSONInputBytes / MaxJSONBytes {
+		if _, err := UnmarshalJSONValue(ctx, big); err != nil {
+			t.Fatalf("value %d of %d within the budget: %v", i+1, MaxJSONInputBytes/MaxJSONBytes, err)
+		}
+	}
+	_, err := UnmarshalJSONValue(ctx, big)
+	wantBadInput(t, "a value past the request's budget", err)
+	if _, err := UnmarshalJSONValue(context.Background(), big); err != nil {
+		t.Errorf("without a budget, a value within its own bound: %v", err)
+	}
+
+	shared := make([]any, 2000)
+	for i := range shared {
+		shared[i] = big // 128 MB of JSON
+	}
+	var n uint64
+	func() {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err = UnmarshalJSONValue(WithJSONBudget(context.Background()), map[string]any{"a": shared})
+		runtime.ReadMemStats(&after)
+		n = after.TotalAlloc - before.TotalAlloc
+	}()
+	wantBadInput(t, "a list naming one large value 2 000 times", err)
+	if n > 1<<20 {
+		t.Errorf("refusing it allocated %d bytes", n)
 	}
 }
 
