@@ -127,6 +127,12 @@ func TestEstimate(t *testing.T) {
 		{"budget node by variable", `query($id: ID!) { node(id: $id) { id ... on Budget { actuals { total } } } }`, map[string]any{"id": relay.BudgetID("b")}, 2},
 		{"a node that is not an ID", `{ node(id: "x") { id } }`, nil, 0},
 		{"nodes", `{ nodes(ids: ["` + relay.BudgetID("a") + `", "` + relay.BudgetID("b") + `", "` + relay.PlanningID("a", "p") + `"]) { id } }`, nil, 3},
+		// Input coercion takes a single value for a list of one: the
+		// estimate was 0 for these, and 20 aliases of them made 40 calls
+		// under a limit of 10.
+		{"nodes of one ID written alone", `{ nodes(ids: "` + relay.BudgetID("a") + `") { ... on Budget { metrics { variance } actuals { total } } } }`, nil, 2},
+		{"nodes of one ID given alone", `query($ids: [ID!]!) { nodes(ids: $ids) { ... on Budget { metrics { variance } actuals { total } } } }`,
+			map[string]any{"ids": relay.BudgetID("a")}, 2},
 		{"nodes found by listing share the list", `{ nodes(ids: ["` + relay.NodeID(relay.TypeRecommendation, "r1") + `", "` +
 			relay.NodeID(relay.TypeRecommendation, "r2") + `", "` + relay.NodeID(relay.TypeUser, "u") + `"]) { id } }`, nil, 2 * cost.MaxScanPages},
 		{"explorer", `{ explorer { __typename dimensionValues(key: "k") { values } summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) { servedFromCache } } }`, nil, 2},

@@ -178,7 +178,7 @@ func (a *analyzer) fragment(def *ast.FragmentDefinition, only string) *part {
 func (a *analyzer) refetch(f *ast.Field, perID bool) int {
 	var ids []any
 	if perID {
-		ids, _ = a.arg(f, "ids").([]any)
+		ids = asList(a.arg(f, "ids"))
 		if len(ids) > MaxNodes {
 			return 0 // refused without a call (BAD_USER_INPUT), however many there are
 		}
@@ -214,6 +214,19 @@ func (a *analyzer) refetch(f *ast.Field, perID bool) int {
 		calls = addCapped(calls, dearest)
 	}
 	return calls
+}
+
+// asList is v, the value of a list argument, as the list the field gets:
+// input coercion takes a single value for a list of that one.
+func asList(v any) []any {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		return v
+	default:
+		return []any{v}
+	}
 }
 
 // applies reports whether a fragment on the type cond applies to an object
@@ -252,8 +265,7 @@ func (a *analyzer) field(f *ast.Field) *part {
 		each = n
 	}
 	if row.PerID {
-		ids, _ := a.arg(f, "ids").([]any)
-		each = len(ids)
+		each = len(asList(a.arg(f, "ids")))
 	}
 	needs := row.Needs
 	if row.Uncounted {
