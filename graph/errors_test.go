@@ -470,6 +470,7 @@ func TestMutationUserErrors(t *testing.T) {
 		{"empty name", sim.DemoKey, map[string]any{"name": ""}, []string{"input", "name"}, "REQUIRED", "name", ""},
 		{"no periods", sim.DemoKey, map[string]any{"numberOfPeriods": 0}, []string{"input", "numberOfPeriods"}, "INVALID_VALUE", "numberOfPeriods", ""},
 		{"idempotency key too long", sim.DemoKey, map[string]any{"idempotencyKey": strings.Repeat("k", 65)}, []string{"input", "idempotencyKey"}, "TOO_LONG", "idempotencyKey", ""},
+		{"empty idempotency key", sim.DemoKey, map[string]any{"idempotencyKey": ""}, []string{"input", "idempotencyKey"}, "INVALID_VALUE", "idempotencyKey", ""},
 		{"idempotency key with a control character", sim.DemoKey, map[string]any{"idempotencyKey": "key\x01"}, []string{"input", "idempotencyKey"}, "INVALID_VALUE", "idempotencyKey", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -483,7 +484,9 @@ func TestMutationUserErrors(t *testing.T) {
 			if p.Budget != nil {
 				t.Errorf("budget = %+v, want null", p.Budget)
 			}
-			if p.IdempotencyKey == "" {
+			if sent, ok := tc.over["idempotencyKey"]; ok && p.IdempotencyKey != sent {
+				t.Errorf("idempotencyKey %q in the payload, want the key sent, %q", p.IdempotencyKey, sent)
+			} else if !ok && p.IdempotencyKey == "" {
 				t.Error("no idempotencyKey in the payload")
 			}
 			if len(p.UserErrors) != 1 {

@@ -2281,7 +2281,7 @@ input CreateBudgetInput {
   Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation, and
   spaces between them; no control characters). The same key with the same input returns the original result; with
   another input it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own
-  retries.
+  retries; an empty key is INVALID_VALUE.
   """
   idempotencyKey: String
 }
@@ -2326,7 +2326,7 @@ input UpdateBudgetInput {
   growthRate: JSON
   "Whether to normalize the targets over the lookback; null is refused."
   normalizationPeriod: Boolean
-  "As in CreateBudgetInput: 1 to 64 printable ASCII characters; made by the gateway when left out."
+  "As in CreateBudgetInput: 1 to 64 printable ASCII characters; made by the gateway when left out, INVALID_VALUE when empty."
   idempotencyKey: String
 }
 

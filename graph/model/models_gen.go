@@ -107,7 +107,7 @@ type CreateBudgetInput struct {
 	// Sent as the upstream's Idempotency-Key: 1 to 64 printable ASCII characters (letters, digits, punctuation, and
 	// spaces between them; no control characters). The same key with the same input returns the original result; with
 	// another input it is a CONFLICT. When left out, the gateway makes one for this mutation and reuses it on its own
-	// retries.
+	// retries; an empty key is INVALID_VALUE.
 	IdempotencyKey graphql.Omittable[*string] `json:"idempotencyKey,omitempty"`
 }
 
@@ -301,7 +301,7 @@ type UpdateBudgetInput struct {
 	GrowthRate graphql.Omittable[json.RawMessage] `json:"growthRate,omitempty"`
 	// Whether to normalize the targets over the lookback; null is refused.
 	NormalizationPeriod graphql.Omittable[*bool] `json:"normalizationPeriod,omitempty"`
-	// As in CreateBudgetInput: 1 to 64 printable ASCII characters; made by the gateway when left out.
+	// As in CreateBudgetInput: 1 to 64 printable ASCII characters; made by the gateway when left out, INVALID_VALUE when empty.
 	IdempotencyKey graphql.Omittable[*string] `json:"idempotencyKey,omitempty"`
 }
 

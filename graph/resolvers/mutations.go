@@ -28,10 +28,14 @@ func (u *userErrors) add(code model.UserErrorCode, msg string, field ...string) 
 // is what the client sends unchanged as a header (upstream.CheckIdempotencyKey).
 func idempotencyKey(in graphql.Omittable[*string], ue *userErrors) string {
 	v := in.Value()
-	if v == nil || *v == "" {
+	if v == nil {
 		return uuid.NewString()
 	}
-	if utf8.RuneCountInString(*v) > upstream.MaxIdempotencyKeyLen {
+	// An empty key is refused, not taken for one left out: a client that
+	// retries with "" would get a new key, and a second write, each time.
+	if *v == "" {
+		ue.add(model.UserErrorCodeInvalidValue, "idempotencyKey is empty: send 1 to 64 characters, or leave it out for the gateway to make one", "idempotencyKey")
+	} else if utf8.RuneCountInString(*v) > upstream.MaxIdempotencyKeyLen {
 		ue.add(model.UserErrorCodeTooLong, "idempotencyKey must be at most 64 characters", "idempotencyKey")
 	} else if err := upstream.CheckIdempotencyKey(*v); err != nil {
 		ue.add(model.UserErrorCodeInvalidValue, "idempotencyKey must be printable ASCII, with spaces only between characters: "+err.Error(), "idempotencyKey")
