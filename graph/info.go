@@ -175,12 +175,13 @@ func (i *Info) overrule(c codes.Code) {
 	i.answered, i.code, i.data = true, c, nil
 }
 
-// operationName is the name of the operation oc runs, "" when anonymous.
+// operationName is the name of the operation oc runs, "" when anonymous,
+// as logs and spans show it (limits.ShownName).
 func operationName(oc *graphql.OperationContext) string {
 	if oc.OperationName == "" && oc.Operation != nil {
-		return oc.Operation.Name
+		return limits.ShownName(oc.Operation.Name)
 	}
-	return oc.OperationName
+	return limits.ShownName(oc.OperationName)
 }
 
 // costExtension adds to every response what the operation costs, as GitHub's

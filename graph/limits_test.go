@@ -2,11 +2,13 @@ package graph_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/upstream/sim"
@@ -126,6 +128,21 @@ func TestOperationNameSaysWhatIsMissing(t *testing.T) {
 			}
 		}
 	}
+	// A name is shown clipped: one of 400 KB was repeated whole in its
+	// error, and in the access line of each request that ran it.
+	long := strings.Repeat("Z", 400_000)
+	shown := strings.Repeat("Z", limits.MaxShownName) + "…"
+	if r := e.post(t, bodyOf(map[string]any{"query": two, "operationName": long}), "Authorization", "Bearer "+sim.DemoKey); r.code(t) != string(codes.ValidationFailed) ||
+		r.Errors[0].Message != `the document has no operation named "`+shown+`"` {
+		t.Errorf("operationName of 400 KB: %.300s", r.raw)
+	}
+	ctx, info := graph.WithInfo(context.Background())
+	req := postRequest([]byte(bodyOf(map[string]any{"query": "query " + long + " { __typename }"})), sim.DemoKey).WithContext(ctx)
+	e.h.ServeHTTP(httptest.NewRecorder(), req)
+	if name, _ := info.Operation(); name != shown {
+		t.Errorf("an operation named with 400 KB is shown as %.200q…", name)
+	}
+
 	var data struct {
 		Typename string `json:"__typename"`
 	}

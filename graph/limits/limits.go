@@ -13,6 +13,7 @@ package limits
 import (
 	"context"
 	"errors"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -105,9 +106,27 @@ func chosenOperation(doc *ast.QueryDocument, name string) *gqlerror.Error {
 		return codes.Errorf(codes.ValidationFailed,
 			"the document has %d operations: name the one to run in operationName", len(doc.Operations)).GraphQL()
 	case name != "" && doc.Operations.ForName(name) == nil:
-		return codes.Errorf(codes.ValidationFailed, "the document has no operation named %q", name).GraphQL()
+		return codes.Errorf(codes.ValidationFailed, "the document has no operation named %q", ShownName(name)).GraphQL()
 	}
 	return nil
+}
+
+// MaxShownName bounds an operation's name as errors, logs and spans show
+// it. A name is as long as the document allows, and one of 400 KB was
+// repeated in its error and in an access line of each request.
+const MaxShownName = 128
+
+// ShownName is name as errors, logs and spans show it: the first
+// MaxShownName bytes (whole characters) and "…" when it is longer.
+func ShownName(name string) string {
+	if len(name) <= MaxShownName {
+		return name
+	}
+	cut := MaxShownName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
 }
 
 // MutateOperationContext checks the parsed and validated operation, and

@@ -104,3 +104,23 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// A name is shown whole up to MaxShownName bytes, and clipped at a
+// character's start past it.
+func TestShownName(t *testing.T) {
+	t.Parallel()
+	fits := strings.Repeat("n", limits.MaxShownName)
+	for in, want := range map[string]string{
+		"":                        "",
+		"Overview":                "Overview",
+		fits:                      fits,
+		fits + "x":                fits + "…",
+		fits[1:] + "é" + "tail":   fits[1:] + "…", // é's second byte is past the bound
+		fits[2:] + "é" + "tail":   fits[2:] + "é…",
+		strings.Repeat("名", 1000): strings.Repeat("名", limits.MaxShownName/3) + "…",
+	} {
+		if got := limits.ShownName(in); got != want {
+			t.Errorf("ShownName(%.20q…) = %.20q…, want %.20q…", in, got, want)
+		}
+	}
+}
