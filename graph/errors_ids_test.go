@@ -45,6 +45,13 @@ var idCases = []errorCase{
 		code: "BAD_USER_INPUT", path: []any{"node"}, data: `{"node":null}`, noCall: true,
 	},
 	{
+		// Well formed, but no id the client sends: refused before any call,
+		// so nothing of the upstream's (upstreamCode) is in the error.
+		name: "budget ID of a dot segment", key: sim.DemoKey, query: qBudget,
+		vars: func(fixture) map[string]any { return map[string]any{"id": relay.BudgetID("..")} },
+		code: "BAD_USER_INPUT", path: []any{"budget"}, data: `{"budget":null}`, noCall: true,
+	},
+	{
 		name: "planning ID to budget", key: sim.DemoKey, query: qBudget,
 		vars: func(f fixture) map[string]any { return map[string]any{"id": f.planningGID} },
 		code: "BAD_USER_INPUT", path: []any{"budget"}, data: `{"budget":null}`, noCall: true,

@@ -92,6 +92,12 @@ func classify(err error) *codes.Error {
 		return &codes.Error{Code: codes.Unauthenticated, Message: "an API key is required in the Authorization header"}
 	}
 	var ue *upstream.Error
+	if errors.As(err, &ue) && ue.Status == 0 && (errors.Is(ue, upstream.ErrInvalidRequest) || errors.Is(ue, upstream.ErrUnauthorized)) {
+		// The client refused to send it (an id it cannot put in a path, a
+		// key it cannot put in a header): nothing of the upstream's to show.
+		code, msg := upstreamCode(ue)
+		return &codes.Error{Code: code, Message: msg}
+	}
 	if errors.As(err, &ue) {
 		ext := map[string]any{"upstreamCode": ue.Code, "status": ue.Status}
 		if ue.RequestID != "" {
