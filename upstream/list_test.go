@@ -438,3 +438,50 @@ func TestAllStopsWhenHasMoreIsFalse(t *testing.T) {
 		})
 	}
 }
+
+// The contract ends a list only where has_more is false: a page with
+// has_more and no records (an upstream that filters may send one) is walked
+// past. Before, the iterator failed on it. A run of MaxEmptyPages of them,
+// which a consumer could not stop as nothing is yielded, still fails.
+func TestAllGoesOnPastEmptyPages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		empty     int // pages with has_more and no records before the one record
+		wantCalls int
+		wantErr   bool
+	}{
+		{name: "one empty page", empty: 1, wantCalls: 2},
+		{name: "empty pages short of the run", empty: upstream.MaxEmptyPages - 1, wantCalls: upstream.MaxEmptyPages},
+		{name: "a run of empty pages", empty: 1000, wantCalls: upstream.MaxEmptyPages, wantErr: true},
+	}
+	for _, l := range listers() {
+		for _, tc := range tests {
+			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+					if n <= tc.empty {
+						writeJSON(w, http.StatusOK, fmt.Sprintf(`{"data":[],"pagination":{"limit":1,"has_more":true,"next_cursor":"c%d"}}`, n))
+						return
+					}
+					writeJSON(w, http.StatusOK, `{"data":[`+l.item(0)+`],"pagination":{"limit":1,"has_more":false,"next_cursor":null}}`)
+				})
+				c := newTestClient(t, f.URL)
+				got, errs := collect(l.all(keyCtx(t), c, 1), 0)
+				want := wantIDs(0, 1)
+				if tc.wantErr {
+					want = []string{"error"}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("sequence (-want +got):\n%s", diff)
+				}
+				if tc.wantErr != (len(errs) == 1 && errors.Is(errs[0], upstream.ErrBadResponse)) || !tc.wantErr && len(errs) > 0 {
+					t.Errorf("errors = %v, want an ErrBadResponse: %t", errs, tc.wantErr)
+				}
+				if n := f.count(); n != tc.wantCalls {
+					t.Errorf("upstream saw %d requests, want %d", n, tc.wantCalls)
+				}
+			})
+		}
+	}
+}

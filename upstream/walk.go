@@ -13,18 +13,32 @@ import (
 // It stops with an *Error matching ErrBadResponse, naming the operation,
 // when the upstream's pagination would not end: a next_cursor seen before
 // in the walk (the start cursor included), a page with has_more but no
-// next_cursor, or a page with has_more but no records (no progress). And it
-// never fetches more than the bound of pages it was given, so a caller that
-// priced a request in upstream calls is never charged more.
+// next_cursor, or, in a walk without a bound, MaxEmptyPages pages in a row
+// with has_more but no records. And it never fetches more than the bound of
+// pages it was given, so a caller that priced a request in upstream calls
+// is never charged more.
+//
+// A page with has_more and no records is not an error by itself: the
+// contract ends a list only where has_more is false, and an upstream that
+// filters may answer a page that kept nothing. Its cursor is new (a
+// repeated one is refused), so the walk goes on; the bound, or in a walk
+// without one MaxEmptyPages, keeps a run of them from going on forever.
 type PageWalk[T any] struct {
 	op      string
 	fetch   func(context.Context, *ListOptions) (*Page[T], error)
 	max     int    // most pages to fetch; 0: no bound
 	fetched int    // pages fetched so far
+	empty   int    // pages in a row with has_more and no records
 	cursor  string // cursor of the next page; "" for the list's first page
 	more    bool   // there is a page after the last one fetched
 	seen    map[string]struct{}
 }
+
+// MaxEmptyPages is how many pages in a row with has_more and no records
+// make a walk without a bound of pages fail: with nothing to yield, its
+// consumer could not stop it. A walk with a bound goes on to the
+// bound, which is what its caller priced.
+const MaxEmptyPages = 10
 
 // NewPageWalk returns a walk of the list operation op, whose pages fetch
 // returns (a List method of the client), starting at cursor (empty: the
@@ -71,15 +85,20 @@ func (w *PageWalk[T]) Next(ctx context.Context, limit int) (*Page[T], error) {
 		w.more = false
 		return page, nil
 	}
-	switch {
-	case p.NextCursor == nil || *p.NextCursor == "":
+	if p.NextCursor == nil || *p.NextCursor == "" {
 		return page, w.fail("has_more is true but next_cursor is empty")
-	case len(page.Data) == 0:
-		return page, w.fail("page %d has has_more but no records", w.fetched)
 	}
 	next := *p.NextCursor
 	if _, dup := w.seen[next]; dup {
 		return page, w.fail("pagination cursor repeats after %d pages", w.fetched)
+	}
+	if len(page.Data) > 0 {
+		w.empty = 0
+	} else {
+		w.empty++
+		if w.max == 0 && w.empty == MaxEmptyPages {
+			return page, w.fail("%d pages in a row have has_more but no records", w.empty)
+		}
 	}
 	if w.seen == nil {
 		w.seen = map[string]struct{}{}

@@ -48,7 +48,12 @@ func TestPageWalk(t *testing.T) {
 		{name: "bound not reached", max: 5, records: []int{2}, cursors: []string{"a", "-"}, wantAsked: []string{"", "a"}},
 		{name: "repeating cursor", records: []int{2}, cursors: []string{"a"}, wantAsked: []string{"", "a"}, wantErr: true},
 		{name: "back to the start cursor", start: "s", records: []int{2}, cursors: []string{"a", "s"}, wantAsked: []string{"s", "a"}, wantErr: true},
-		{name: "has_more with no records", records: []int{2, 0}, cursors: []string{"a", "b"}, wantAsked: []string{"", "a"}, wantErr: true},
+		{name: "an empty page goes on", records: []int{2, 0, 2}, cursors: []string{"a", "b", "-"}, wantAsked: []string{"", "a", "b"}},
+		{name: "empty pages end at the bound", max: 3, records: []int{0}, cursors: []string{"a", "b", "c", "d"}, wantAsked: []string{"", "a", "b"}, wantMore: true},
+		{name: "an empty page with a cursor seen before", records: []int{2, 0}, cursors: []string{"a", "a"}, wantAsked: []string{"", "a"}, wantErr: true},
+		// MaxEmptyPages in a row, the tenth page's.
+		{name: "a run of empty pages without a bound", records: []int{0}, cursors: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"},
+			wantAsked: []string{"", "a", "b", "c", "d", "e", "f", "g", "h", "i"}, wantErr: true},
 		{name: "has_more with a null cursor", records: []int{2}, cursors: []string{"null"}, wantAsked: []string{""}, wantErr: true},
 		{name: "an empty last page is fine", records: []int{2, 0}, cursors: []string{"a", "-"}, wantAsked: []string{"", "a"}},
 	}

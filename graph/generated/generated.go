@@ -2859,7 +2859,11 @@ type PageInfo {
   hasPreviousPage: Boolean!
   "The cursor of the page's first record; null for an empty page."
   startCursor: String
-  "The cursor of the page's last record, valid as ` + "`" + `after` + "`" + ` for the next page; null for an empty page."
+  """
+  The cursor of the page's last record, valid as ` + "`" + `after` + "`" + ` for the next page; null for an empty page at the end of the
+  list. A page that found no record in the upstream calls its cost allowed (an upstream may answer pages without
+  records before the list ends) has no edges, ` + "`" + `hasNextPage` + "`" + ` true and this cursor, which goes on after them.
+  """
   endCursor: String
 }
 

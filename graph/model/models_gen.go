@@ -190,7 +190,9 @@ type PageInfo struct {
 	HasPreviousPage bool `json:"hasPreviousPage"`
 	// The cursor of the page's first record; null for an empty page.
 	StartCursor *string `json:"startCursor,omitempty"`
-	// The cursor of the page's last record, valid as `after` for the next page; null for an empty page.
+	// The cursor of the page's last record, valid as `after` for the next page; null for an empty page at the end of the
+	// list. A page that found no record in the upstream calls its cost allowed (an upstream may answer pages without
+	// records before the list ends) has no edges, `hasNextPage` true and this cursor, which goes on after them.
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 

@@ -52,10 +52,13 @@ type fetchPage[T any] func(context.Context, *upstream.ListOptions) (*upstream.Pa
 // The pages are walked by an upstream.PageWalk, which fails loudly (an
 // ErrBadResponse naming the operation) on pagination that would not end,
 // and fetches no more than the pages the operation's cost estimate charged
-// for it (cost.Pages). When an upstream answers short
-// pages (fewer records than asked, has_more true) and the bound is reached,
-// page returns the records it has with hasNextPage true: a valid Relay
-// page, whose endCursor goes on where the walk stopped.
+// for it (cost.Pages). When an upstream answers short or empty pages
+// (fewer records than asked, or none, has_more true) and the bound is
+// reached, page returns the records it has with hasNextPage true: a valid
+// Relay page, whose endCursor goes on where the walk stopped. The last
+// record's cursor points past the empty pages after it; with no record at
+// all, the page has no edges and an endCursor all the same, so the client
+// can go on past the empty pages it was charged for.
 func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first *int, after *string, fetch fetchPage[T]) (*window[T], error) {
 	n := cost.DefaultFirst
 	if first != nil {
@@ -116,13 +119,25 @@ func page[T any](ctx context.Context, codec *relay.Codec, conn connection, first
 			break
 		}
 		skip = 0
+		// The window is not full, so every record of the pages so far is
+		// in it: what follows the last is the next page, past any empty
+		// ones between.
+		if len(w.at) > 0 {
+			w.at[len(w.at)-1] = relay.Cursor{Upstream: walk.Cursor()}
+		}
 	}
 	if w.items == nil {
 		w.items = []T{}
 	}
-	if len(w.at) > 0 {
+	switch {
+	case len(w.at) > 0:
 		start, end := codec.Encode(conn.name, w.at[0]), codec.Encode(conn.name, w.at[len(w.at)-1])
 		w.info.StartCursor, w.info.EndCursor = &start, &end
+	case w.info.HasNextPage:
+		// The bound was reached on empty pages: no edge, and a cursor to
+		// go on from after them.
+		end := codec.Encode(conn.name, relay.Cursor{Upstream: walk.Cursor()})
+		w.info.EndCursor = &end
 	}
 	return w, nil
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
@@ -63,6 +65,8 @@ func ptr[T any](v T) *T { return &v }
 // A connection's walk of upstream pages always ends, in no more calls than
 // its cost estimate charged: before, a repeating cursor made first: 500
 // walk 250 pages of 2 records, and empty pages with has_more never ended.
+// Empty pages with new cursors are not an error: the walk ends at the
+// bound, with hasNextPage.
 func TestConnectionPagingAlwaysEnds(t *testing.T) {
 	t.Parallel()
 	codec := relay.NewCodec([]byte("test"))
@@ -92,8 +96,18 @@ func TestConnectionPagingAlwaysEnds(t *testing.T) {
 		},
 		{
 			name: "empty pages with has_more", first: 500,
-			answer:  func(_ string, _, n int) (int, bool, *string) { return 0, true, ptr("c" + strconv.Itoa(n)) },
-			wantErr: true, wantCalls: 1,
+			answer:    func(_ string, _, n int) (int, bool, *string) { return 0, true, ptr("c" + strconv.Itoa(n)) },
+			wantItems: 0, wantNext: true, wantCalls: 3,
+		},
+		{
+			name: "an empty page with a cursor seen before", first: 500,
+			answer: func(c string, _, _ int) (int, bool, *string) {
+				if c == "" {
+					return 2, true, ptr("A")
+				}
+				return 0, true, ptr("A")
+			},
+			wantErr: true, wantCalls: 2,
 		},
 		{
 			name: "has_more without a cursor", first: 50,
@@ -198,5 +212,92 @@ func TestPagesAllowed(t *testing.T) {
 		if got := cost.Pages(tc.first, tc.resuming); got != tc.want {
 			t.Errorf("cost.Pages(%d, %t) = %d, want %d", tc.first, tc.resuming, got, tc.want)
 		}
+	}
+}
+
+// An upstream that filters may answer a page with has_more and no records.
+// Before, the connection failed on it (UPSTREAM_BAD_RESPONSE); now it walks
+// past it within the pages its estimate charged, and when the bound comes
+// first, answers what it found with hasNextPage and an endCursor that goes
+// on after the empty pages, even with no record at all.
+func TestConnectionGoesOnPastEmptyPages(t *testing.T) {
+	t.Parallel()
+	codec := relay.NewCodec([]byte("test"))
+	// Three records, two empty pages, then two records and the end.
+	pages := map[string]struct {
+		records int
+		next    string
+	}{"": {3, "e1"}, "e1": {0, "e2"}, "e2": {0, "p2"}, "p2": {2, ""}}
+	type window struct {
+		items    []string
+		next     bool
+		endAfter string // the upstream cursor endCursor resumes from
+	}
+	tests := []struct {
+		name  string
+		first int
+		after *relay.Cursor
+		want  []window // successive windows, each after the last's endCursor
+		calls int64
+	}{
+		{
+			name: "within the bound", first: 250, // 2 pages, none resumed
+			want:  []window{{items: []string{"/0", "/1", "/2"}, next: true, endAfter: "e2"}, {items: []string{"p2/0", "p2/1"}}},
+			calls: 2 + 2, // "", e1; then e2, p2
+		},
+		{
+			name: "no record before the bound", first: 5, after: &relay.Cursor{Upstream: "e1"},
+			want:  []window{{next: true, endAfter: "p2"}, {items: []string{"p2/0", "p2/1"}}},
+			calls: 2 + 1, // e1, e2; then p2
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, calls := hostile(t, func(cursor string, _, _ int) (int, bool, *string) {
+				p := pages[cursor]
+				if p.next == "" {
+					return p.records, false, nil
+				}
+				return p.records, true, ptr(p.next)
+			})
+			ctx := upstream.WithAPIKey(t.Context(), "k")
+			var after *string
+			if tc.after != nil {
+				after = ptr(codec.Encode(connRecommendations.name, *tc.after))
+			}
+			for i, want := range tc.want {
+				w, err := page(ctx, codec, connRecommendations, &tc.first, after, c.Recommendations.List)
+				if err != nil {
+					t.Fatalf("window %d: %v", i, err)
+				}
+				got := window{next: w.info.HasNextPage}
+				for _, r := range w.items {
+					got.items = append(got.items, r.RecommendationID)
+				}
+				if w.info.EndCursor != nil {
+					end, err := codec.Decode(connRecommendations.name, *w.info.EndCursor)
+					if err != nil {
+						t.Fatalf("window %d: endCursor: %v", i, err)
+					}
+					if len(w.at) > 0 && w.at[len(w.at)-1] != end {
+						t.Errorf("window %d: endCursor %+v is not the last edge's %+v", i, end, w.at[len(w.at)-1])
+					}
+					if want.next {
+						got.endAfter = end.Upstream
+					}
+				}
+				if want.next && w.info.EndCursor == nil {
+					t.Fatalf("window %d: hasNextPage without an endCursor", i)
+				}
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(window{})); diff != "" {
+					t.Errorf("window %d (-want +got):\n%s", i, diff)
+				}
+				after = w.info.EndCursor
+			}
+			if got := calls.Load(); got != tc.calls {
+				t.Errorf("upstream calls = %d, want %d", got, tc.calls)
+			}
+		})
 	}
 }
