@@ -41,7 +41,8 @@ const (
 	// MaxNodes bounds the ids of one nodes query.
 	MaxNodes = 100
 	// MaxScanPages bounds the pages node(id:) reads of a list to find an
-	// object the upstream has no single read for: its first 1 000 records.
+	// object the upstream has no single read for: its first 1 000 records,
+	// or fewer when the upstream applies a smaller page than asked.
 	MaxScanPages = 5
 )
 

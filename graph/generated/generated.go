@@ -2040,7 +2040,7 @@ enum BudgetPeriod {
 
 "An Explorer report: a saved cost query over a set of dimension values, on which budgets are based."
 type ExplorerReport implements Node {
-  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the report among the first 1 000 budgets' reports (up to 5 calls of ` + "`" + `listBudgets` + "`" + `)."
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the report among those of the budgets on the first 5 pages of ` + "`" + `listBudgets` + "`" + ` (5 calls, 1 000 budgets at most)."
   id: ID!
   "The id the REST API uses for this report (what ` + "`" + `explorerReportId` + "`" + ` inputs take)."
   upstreamId: String!
@@ -2050,7 +2050,7 @@ type ExplorerReport implements Node {
 
 "A user of the organization."
 type User implements Node {
-  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the user among the first 1 000 budgets' creators (up to 5 calls of ` + "`" + `listBudgets` + "`" + `)."
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the user among the creators of the budgets on the first 5 pages of ` + "`" + `listBudgets` + "`" + ` (5 calls, 1 000 budgets at most)."
   id: ID!
   "The id the REST API uses for this user."
   upstreamId: String!
@@ -2570,7 +2570,7 @@ A cost optimization recommendation (` + "`" + `listRecommendations` + "`" + `). 
 list, such as a state the upstream adds, are in ` + "`" + `extra` + "`" + `.
 """
 type Recommendation implements Node {
-  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the recommendation among the first 1 000 of the list (up to 5 calls of ` + "`" + `listRecommendations` + "`" + `)."
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the recommendation on the first 5 pages of ` + "`" + `listRecommendations` + "`" + ` (5 calls, 1 000 records at most)."
   id: ID!
   "The REST id (` + "`" + `recommendation_id` + "`" + `)."
   recommendationId: String!
@@ -2634,7 +2634,7 @@ A detected cost anomaly (` + "`" + `listAnomalies` + "`" + `). The contract list
 state the upstream adds, are in ` + "`" + `extra` + "`" + `.
 """
 type Anomaly implements Node {
-  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the anomaly among the first 1 000 of the list (up to 5 calls of ` + "`" + `listAnomalies` + "`" + `)."
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the anomaly on the first 5 pages of ` + "`" + `listAnomalies` + "`" + ` (5 calls, 1 000 records at most)."
   id: ID!
   "The REST id (` + "`" + `anomaly_id` + "`" + `)."
   anomalyId: String!
@@ -2716,7 +2716,7 @@ extend type Query {
 `, BuiltIn: false},
 	{Name: "../notifications.graphqls", Input: `"A scheduled delivery of a report or canvas by e-mail (` + "`" + `listScheduledNotifications` + "`" + `)."
 type ScheduledNotification implements Node {
-  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the notification among the first 1 000 of the list (up to 5 calls)."
+  "Opaque global ID; ` + "`" + `node(id:)` + "`" + ` finds the notification on the first 5 pages of the list (5 calls, 1 000 records at most)."
   id: ID!
   "The id the REST API uses for this notification."
   upstreamId: String!
@@ -2839,7 +2839,8 @@ extend type Query {
 	{Name: "../relay.graphqls", Input: `"""
 An object with a global ID, which ` + "`" + `node` + "`" + ` and ` + "`" + `nodes` + "`" + ` refetch and normalized caches key on. Budgets and planning rows
 are refetched with one upstream call; the objects the upstream can only list (recommendations, anomalies, scheduled
-notifications, and the users and Explorer reports that budgets embed) are found among the first 1 000 of their list.
+notifications, and the users and Explorer reports that budgets embed) are found on the first 5 pages of their list
+(5 upstream calls at most, of 200 records at most: fewer when the upstream applies a smaller page).
 """
 interface Node {
   "Opaque global ID. Do not parse it: its encoding may change."

@@ -20,7 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -33,6 +32,7 @@ import (
 	"github.com/costgw/gateway/graph/cost"
 	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
+	"github.com/costgw/gateway/upstream/ops"
 )
 
 // Options tune the loaders.
@@ -216,17 +216,25 @@ func (l *Loaders) DimensionValues() *Loader[string, *upstream.DimensionValues] {
 // pages the cost estimate allows, of the upstream's largest.
 const ScanRecords = cost.MaxScanPages * cost.PageSize
 
-// scan reads the first ScanRecords records of a list.
-func scan[T any](all func(context.Context, int) iter.Seq2[T, error]) func(context.Context, struct{}) ([]T, error) {
+// scan reads the first cost.MaxScanPages pages of the list op, whose pages
+// fetch returns, asking for the largest, and keeps at most their first
+// ScanRecords records. The bound is in calls, as the cost estimate counts
+// them: an upstream that applies a smaller page than asked (pagination.limit
+// says which it applied) once made a scan bounded by records alone 100
+// calls of 10 records.
+func scan[T any](op string, fetch func(context.Context, *upstream.ListOptions) (*upstream.Page[T], error)) func(context.Context, struct{}) ([]T, error) {
 	return func(ctx context.Context, _ struct{}) ([]T, error) {
 		var out []T
-		for v, err := range all(ctx, upstream.MaxPageSize) {
+		walk := upstream.NewPageWalk(op, fetch, "", cost.MaxScanPages)
+		for len(out) < ScanRecords {
+			page, err := walk.Next(ctx, upstream.MaxPageSize)
 			if err != nil {
 				return nil, err
 			}
-			if out = append(out, v); len(out) == ScanRecords {
+			if page == nil {
 				break
 			}
+			out = append(out, page.Data[:min(len(page.Data), ScanRecords-len(out))]...)
 		}
 		return out, nil
 	}
@@ -283,25 +291,29 @@ func fetchOne[K comparable, V any](ctx context.Context, f *fetcher, fetch func(c
 
 // RecommendationList returns the request's scan of the recommendations.
 func (l *Loaders) RecommendationList(ctx context.Context) ([]upstream.Recommendation, error) {
-	l.recommendations.once.Do(func() { l.recommendations.l.Store(newLoader(&l.f, scan(l.c.Recommendations.All))) })
+	l.recommendations.once.Do(func() {
+		l.recommendations.l.Store(newLoader(&l.f, scan(ops.ListRecommendations, l.c.Recommendations.List)))
+	})
 	return l.recommendations.l.Load().Load(ctx, struct{}{})()
 }
 
 // AnomalyList returns the request's scan of the anomalies.
 func (l *Loaders) AnomalyList(ctx context.Context) ([]upstream.Anomaly, error) {
-	l.anomalies.once.Do(func() { l.anomalies.l.Store(newLoader(&l.f, scan(l.c.Anomalies.All))) })
+	l.anomalies.once.Do(func() { l.anomalies.l.Store(newLoader(&l.f, scan(ops.ListAnomalies, l.c.Anomalies.List))) })
 	return l.anomalies.l.Load().Load(ctx, struct{}{})()
 }
 
 // NotificationList returns the request's scan of the scheduled notifications.
 func (l *Loaders) NotificationList(ctx context.Context) ([]upstream.ScheduledNotification, error) {
-	l.notifications.once.Do(func() { l.notifications.l.Store(newLoader(&l.f, scan(l.c.Notifications.AllScheduled))) })
+	l.notifications.once.Do(func() {
+		l.notifications.l.Store(newLoader(&l.f, scan(ops.ListScheduledNotifications, l.c.Notifications.ListScheduled)))
+	})
 	return l.notifications.l.Load().Load(ctx, struct{}{})()
 }
 
 // BudgetList returns the request's scan of the budgets.
 func (l *Loaders) BudgetList(ctx context.Context) ([]upstream.Budget, error) {
-	l.budgets.once.Do(func() { l.budgets.l.Store(newLoader(&l.f, scan(l.c.Budgets.All))) })
+	l.budgets.once.Do(func() { l.budgets.l.Store(newLoader(&l.f, scan(ops.ListBudgets, l.c.Budgets.List))) })
 	return l.budgets.l.Load().Load(ctx, struct{}{})()
 }
 

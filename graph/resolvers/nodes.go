@@ -91,8 +91,8 @@ func node(ctx context.Context, gid string) (model.Node, error) {
 	return nil, fmt.Errorf("%w: unknown type", relay.ErrInvalidID)
 }
 
-// scanned finds an object the upstream can only list among the first
-// loaders.ScanRecords of its list, which the request reads once however
+// scanned finds an object the upstream can only list on the first
+// cost.MaxScanPages pages of its list, which the request reads once however
 // many IDs ask.
 func scanned[T any](ctx context.Context, id relay.ID, list func(*loaders.Loaders, context.Context) ([]T, error), key func(*T) string) (model.Node, error) {
 	l, err := loadersFor(ctx)
@@ -111,8 +111,8 @@ func scanned[T any](ctx context.Context, id relay.ID, list func(*loaders.Loaders
 	return nil, notScanned(id)
 }
 
-// embedded finds a user or an Explorer report among those the first
-// loaders.ScanRecords budgets embed.
+// embedded finds a user or an Explorer report among those the budgets on
+// the first cost.MaxScanPages pages embed.
 func embedded(ctx context.Context, id relay.ID) (model.Node, error) {
 	l, err := loadersFor(ctx)
 	if err != nil {
@@ -135,7 +135,7 @@ func embedded(ctx context.Context, id relay.ID) (model.Node, error) {
 }
 
 func notScanned(id relay.ID) error {
-	return codes.Errorf(codes.NotFound, "no %s with this ID among the first %d records the upstream lists", id.Type, loaders.ScanRecords)
+	return codes.Errorf(codes.NotFound, "no %s with this ID on the first %d pages the upstream lists", id.Type, cost.MaxScanPages)
 }
 
 // queryCost is the cost of the operation ctx belongs to, as the limits
