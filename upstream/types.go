@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -358,6 +359,33 @@ func (r HistoryRow) String(col string) (string, bool) {
 		return "", false
 	}
 	return *s, true
+}
+
+// Group reads column col as a group-by value. The contract types only a
+// row's cost and time column, and a dimension's values are not all text: an
+// account id may come as the number 123456789012, which Group returns as
+// its JSON text, exactly as sent (no float64 rounds it), and costs that no
+// value of the dimension covers may come as null, which Group returns as
+// nil. ok is false when the column is missing or holds a boolean, an array
+// or an object.
+func (r HistoryRow) Group(col string) (value *string, ok bool) {
+	v, found := r[col]
+	if !found {
+		return nil, false
+	}
+	v = bytes.TrimSpace(v)
+	switch {
+	case string(v) == "null":
+		return nil, true
+	case len(v) > 0 && (v[0] == '-' || '0' <= v[0] && v[0] <= '9') && json.Valid(v):
+		s := string(v)
+		return &s, true
+	}
+	s, ok := r.String(col)
+	if !ok {
+		return nil, false
+	}
+	return &s, true
 }
 
 // Number returns the number in column col, and whether it is a number.

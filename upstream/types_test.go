@@ -257,6 +257,35 @@ func TestHistoryRow(t *testing.T) {
 			}
 		})
 	}
+	// A group-by value: text, a number as its JSON text, or null.
+	type groupRes struct {
+		G  *string
+		OK bool
+	}
+	text := func(s string) *string { return &s }
+	groupTests := []struct {
+		col  string
+		want groupRes
+	}{
+		{"product_product_name", groupRes{text("Amazon EC2"), true}},
+		{"text_number", groupRes{text("12"), true}},
+		{"usage_date", groupRes{text("20260531"), true}},
+		{"neg", groupRes{text("-0.25"), true}},
+		{"exp", groupRes{text("1e3"), true}},
+		{"null", groupRes{nil, true}},
+		{"bool", groupRes{nil, false}},
+		{"obj", groupRes{nil, false}},
+		{"missing", groupRes{nil, false}},
+	}
+	for _, tc := range groupTests {
+		t.Run("Group/"+tc.col, func(t *testing.T) {
+			t.Parallel()
+			g, ok := row.Group(tc.col)
+			if diff := cmp.Diff(tc.want, groupRes{g, ok}); diff != "" {
+				t.Errorf("Group(%q) (-want +got):\n%s", tc.col, diff)
+			}
+		})
+	}
 	type numRes struct {
 		N  float64
 		OK bool

@@ -2512,8 +2512,12 @@ type ExplorerHistory {
 
 "A history cost row: its group value, its date and its cost, with the raw row for any other column."
 type HistoryCostRow {
-  "The value of the group-by column."
-  group: String!
+  """
+  The value of the group-by column. The upstream does not type it: a number (an account id such as
+  ` + "`" + `123456789012` + "`" + `) is given as its JSON text, exactly as sent; null is the cost no value of the dimension covers
+  (such as untagged resources when grouping by a tag).
+  """
+  group: String
   "The first day of the time bucket, read from the time column's numeric ` + "`" + `YYYYMMDD` + "`" + ` form."
   date: Date!
   "The cost of the group in the bucket."
@@ -5563,7 +5567,7 @@ func (ec *executionContext) fieldContext_HeatmapRow_cost(_ context.Context, fiel
 }
 
 func (ec *executionContext) _HistoryCostRow_group(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
-	return ec.marshalNString2string(ctx, field.Selections, obj.Group)
+	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.Group)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_group(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type String does not have child fields"))
@@ -11438,7 +11442,10 @@ func leafHistoryCostRow(b []byte, field string, obj any) []byte {
 	o := obj.(*model.HistoryCostRow)
 	switch field {
 	case "group":
-		return model.AppendString(b, string(o.Group))
+		if o.Group == nil {
+			return append(b, "null"...)
+		}
+		return model.AppendString(b, string(*o.Group))
 	case "date":
 		return model.AppendDate(b, upstream.Date(o.Date))
 	case "cost":

@@ -165,8 +165,10 @@ type ExplorerQueryInput struct {
 
 // A history cost row: its group value, its date and its cost, with the raw row for any other column.
 type HistoryCostRow struct {
-	// The value of the group-by column.
-	Group string `json:"group"`
+	// The value of the group-by column. The upstream does not type it: a number (an account id such as
+	// `123456789012`) is given as its JSON text, exactly as sent; null is the cost no value of the dimension covers
+	// (such as untagged resources when grouping by a tag).
+	Group *string `json:"group,omitempty"`
 	// The first day of the time bucket, read from the time column's numeric `YYYYMMDD` form.
 	Date upstream.Date `json:"date"`
 	// The cost of the group in the bucket.

@@ -29,15 +29,17 @@ func explorerKey(in model.ExplorerQueryInput) loaders.ExplorerKey {
 	return loaders.NewExplorerKey(explorerQuery(in))
 }
 
-// historyRows types the cost rows of an Explorer history. Each row is
+// historyRows types the cost rows of an Explorer history: the group-by
+// value as upstream.HistoryRow.Group reads it (text, a number's JSON text,
+// or null). Each row is
 // encoded again as raw JSON only when raw is asked for: it is the costliest
 // part and a chart rarely wants it.
 func historyRows(h *upstream.ExplorerHistory, withRaw bool) ([]model.HistoryCostRow, error) {
 	out := make([]model.HistoryCostRow, len(h.CostRows))
 	for i, row := range h.CostRows {
-		group, ok := row.String(h.GroupBy)
+		group, ok := row.Group(h.GroupBy)
 		if !ok {
-			return nil, fmt.Errorf("%w: history row %d has no text column %q", upstream.ErrBadResponse, i, h.GroupBy)
+			return nil, fmt.Errorf("%w: history row %d has no column %q of text, a number or null", upstream.ErrBadResponse, i, h.GroupBy)
 		}
 		date, err := row.Date(h.TimeColumn)
 		if err != nil {
