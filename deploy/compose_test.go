@@ -31,6 +31,7 @@ type composeService struct {
 	Ports       []string       `yaml:"ports"`
 	Volumes     []string       `yaml:"volumes"`
 	DependsOn   any            `yaml:"depends_on"` // a list of names, or a map of name to condition
+	Command     []string       `yaml:"command"`
 }
 
 // env returns the service's environment as strings, as Compose passes it.
@@ -450,5 +451,23 @@ func TestComposeCollector(t *testing.T) {
 		if h, _, ok := c.service(exp.Endpoint); !ok {
 			t.Errorf("otel-collector.yaml: exporter %s sends to %s, no service of the stack", e, h)
 		}
+	}
+}
+
+// Redis is a cache with a bound: persisted queries and rate-limit counters
+// are rebuilt by use, so when it is full it evicts the least recently used
+// key rather than refuse writes (Redis's default), and nothing a client
+// registers can take more memory than maxmemory.
+func TestComposeRedisIsABoundedCache(t *testing.T) {
+	t.Parallel()
+	cmd := readCompose(t).Services["redis"].Command
+	arg := func(name string) string {
+		if i := slices.Index(cmd, name); i >= 0 && i+1 < len(cmd) {
+			return cmd[i+1]
+		}
+		return ""
+	}
+	if arg("--maxmemory") == "" || arg("--maxmemory") == "0" || arg("--maxmemory-policy") != "allkeys-lru" {
+		t.Errorf("redis's command %q has no --maxmemory with --maxmemory-policy allkeys-lru", cmd)
 	}
 }

@@ -40,7 +40,9 @@ type Options struct {
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// PersistedQueries stores the queries of automatic persisted queries,
-	// by sha256 hash; nil means an in-memory store of 16 MB. Replicas that
+	// by sha256 hash, once a request with a key has shown its query runs:
+	// parsed, validated and within the limits; nil means an in-memory store
+	// of 16 MB. Replicas that
 	// share one (Redis) serve a hash any of them registered.
 	PersistedQueries graphql.Cache[string]
 	// TrustedDocuments are the documents a frontend build sends by id
@@ -122,7 +124,7 @@ func NewHandler(o Options) http.Handler {
 		if store == nil {
 			store = newAPQCache(apqCacheBytes)
 		}
-		srv.Use(apq{extension.AutomaticPersistedQuery{Cache: store}})
+		srv.Use(newAPQ(store))
 	}
 	// The limits extension parses and validates every document not in the
 	// cache itself, measuring it first; the parser's own token limit is a

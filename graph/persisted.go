@@ -21,9 +21,9 @@ import (
 //   - Automatic persisted queries (Apollo's protocol): a client sends
 //     extensions.persistedQuery.sha256Hash without the query; an unknown hash
 //     answers PERSISTED_QUERY_NOT_FOUND and the client sends query and hash
-//     together, which registers the query. A GET with only the hash is small
-//     enough for a CDN to cache. Queries are kept in a store that the
-//     replicas may share (Options.PersistedQueries).
+//     together, which registers the query once it has parsed, validated and
+//     passed the limits, and only with a key (checkedAPQ). Queries are kept
+//     in a store that the replicas may share (Options.PersistedQueries).
 //   - Trusted documents: a manifest of the documents a build of the frontend
 //     sends, as Relay's and graphql-codegen's client preset write it (a JSON
 //     object of document id to document text; Apollo's persisted query
@@ -130,8 +130,62 @@ func apqHash(ext map[string]any) string {
 
 // apq is gqlgen's automatic persisted queries extension, with a code on
 // every error it returns (its own set none but PERSISTED_QUERY_NOT_FOUND).
+// Its store is a checkedAPQ, so that what it adds is only kept once the
+// request has shown the query is one the gateway runs.
 type apq struct {
 	extension.AutomaticPersistedQuery
+}
+
+// newAPQ is the extension over store.
+func newAPQ(store graphql.Cache[string]) apq {
+	return apq{extension.AutomaticPersistedQuery{Cache: checkedAPQ{store}}}
+}
+
+// checkedAPQ is the store of automatic persisted queries as gqlgen's
+// extension sees it. gqlgen adds a query as soon as its hash matches, before
+// it is parsed, validated or limited and before the key is looked at: 100
+// unparseable 30 KB queries without a key once went into Redis in 0.1 s, each
+// for 24 hours. So Add only notes the query in the request's apqSlot, and
+// the transport registers it (registerAPQ) once the document has parsed,
+// validated and passed every limit, and the request has a key. A request
+// without a key registers nothing: it may only introspect, and the tools
+// that do send the whole query; the store is for the clients of the API.
+type checkedAPQ struct{ store graphql.Cache[string] }
+
+// apqSlot holds the query a request would register.
+type apqSlot struct {
+	store       graphql.Cache[string]
+	hash, query string
+}
+
+type apqSlotKey struct{}
+
+// withAPQSlot gives a request's context an apqSlot.
+func withAPQSlot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, apqSlotKey{}, &apqSlot{})
+}
+
+// Get implements graphql.Cache.
+func (c checkedAPQ) Get(ctx context.Context, hash string) (string, bool) {
+	return c.store.Get(ctx, hash)
+}
+
+// Add implements graphql.Cache: it keeps the query for registerAPQ, and
+// stores nothing itself. Without a slot (not a request of the transport),
+// nothing is kept.
+func (c checkedAPQ) Add(ctx context.Context, hash, query string) {
+	if slot, _ := ctx.Value(apqSlotKey{}).(*apqSlot); slot != nil {
+		*slot = apqSlot{store: c.store, hash: hash, query: query}
+	}
+}
+
+// registerAPQ stores the query the request's apqSlot holds, if any: the
+// transport calls it when the operation is about to run with a key.
+func registerAPQ(ctx context.Context) {
+	if slot, _ := ctx.Value(apqSlotKey{}).(*apqSlot); slot != nil && slot.store != nil {
+		slot.store.Add(ctx, slot.hash, slot.query)
+		*slot = apqSlot{}
+	}
 }
 
 func (a apq) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {

@@ -86,7 +86,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	media := codes.MediaType(r)
 	params.Headers = r.Header
-	ctx = withDocSlot(ctx)
+	ctx = withAPQSlot(withDocSlot(ctx))
 	rc, list := exec.CreateOperationContext(ctx, params)
 	if list != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), list)
@@ -105,6 +105,11 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		refuseRequest(w, r, http.StatusUnauthorized,
 			codes.Errorf(codes.Unauthenticated, "an API key is required in the Authorization header"))
 		return
+	}
+	if hasKey {
+		// The query parsed, validated and passed every limit: an automatic
+		// persisted query it came with is one the gateway runs.
+		registerAPQ(ctx)
 	}
 	multipart := acceptsMultipart(r)
 	if !multipart {
