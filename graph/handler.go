@@ -163,7 +163,25 @@ func NewHandler(o Options) http.Handler {
 			o.OnPaced(kind)
 		}
 	}
-	return guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))
+	return private(guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv)))))
+}
+
+// private marks every answer of the endpoint as one no cache may keep:
+// Cache-Control: no-store, and Vary: Authorization for a cache that ignores
+// it. An answer carries one organization's data, chosen by the bearer key,
+// not by the URL, so a shared cache keyed by URL (a CDN caching the GET of an
+// automatic persisted query's hash) would hand it to another organization;
+// the answers without data (errors, introspection) gain little from a cache
+// and are marked the same, so that no answer's headers depend on what it
+// says. The headers are set before any other handler runs, so the answers
+// written by admission, the deadline guard and the transport all carry them.
+func private(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Add("Vary", "Authorization")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // withCaller puts what identifies the caller into the request context: the

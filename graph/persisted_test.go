@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +37,7 @@ func bodyOf(m map[string]any) string {
 
 // Apollo's automatic persisted queries: an unknown hash asks for the query;
 // the query with its hash registers it; then the hash alone runs it, by
-// POST or by a GET a CDN can cache.
+// POST or by GET.
 func TestAutomaticPersistedQueries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -277,5 +279,54 @@ func TestAPQRegistersOnlyQueriesThatRun(t *testing.T) {
 	pq := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf(q)}}
 	if r := e.post(t, bodyOf(map[string]any{"extensions": pq}), auth...); len(r.Errors) > 0 {
 		t.Errorf("the hash alone: %s", r.raw)
+	}
+}
+
+// Every answer of the endpoint says no cache may keep it (Cache-Control:
+// no-store, Vary: Authorization): the data is one organization's, chosen by
+// the key and not the URL, so a CDN caching the GET of a persisted query's
+// hash would hand it to another. A successful answer had neither, while
+// errors said no-store.
+func TestAnswersAreNotCacheable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const q = `query Names { budgets(first: 2) { nodes { name } } }`
+	pq := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf(q)}}
+	ext, _ := json.Marshal(pq)
+	e.post(t, bodyOf(map[string]any{"query": q, "extensions": pq}), "Authorization", "Bearer "+sim.DemoKey)
+	request := func(method, target, body, key string, header ...string) *http.Request {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		if method == "POST" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		return req
+	}
+	for _, tc := range []struct {
+		name   string
+		req    *http.Request
+		status int
+	}{
+		{"a GET of a persisted query's hash", request("GET", "/graphql?extensions="+url.QueryEscape(string(ext)), "", sim.DemoKey), 200},
+		{"a GET of a query", request("GET", "/graphql?query="+url.QueryEscape(q), "", sim.DemoKey), 200},
+		{"a POST", request("POST", "/graphql", queryBody(q), sim.DemoKey), 200},
+		{"introspection without a key", request("GET", "/graphql?query="+url.QueryEscape(`{ __schema { queryType { name } } }`), "", ""), 200},
+		{"@defer, multipart", request("POST", "/graphql", queryBody(`{ ... @defer { budgets(first: 1) { nodes { name } } } }`), sim.DemoKey,
+			"Accept", "multipart/mixed"), 200},
+		{"no key", request("GET", "/graphql?query="+url.QueryEscape(q), "", ""), 401},
+		{"a validation error", request("POST", "/graphql", queryBody(`{ nope }`), sim.DemoKey), 200},
+		{"OPTIONS", request("OPTIONS", "/graphql", "", ""), 204},
+	} {
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, tc.req)
+		h := rec.Result().Header
+		if rec.Code != tc.status || h.Get("Cache-Control") != "no-store" || !slices.Contains(h.Values("Vary"), "Authorization") {
+			t.Errorf("%s: %d, Cache-Control %q, Vary %q", tc.name, rec.Code, h.Get("Cache-Control"), h.Values("Vary"))
+		}
 	}
 }
