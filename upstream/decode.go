@@ -435,8 +435,10 @@ func readMembers(d *jsontext.Decoder, names *interner, each func(name string) er
 }
 
 // readAmounts reads a map of amounts (a name to a number). JSON null for
-// the map leaves it nil; null for an amount reads as 0, as encoding/json
-// decodes it into a map. A repeated name keeps its last value.
+// the map leaves it nil (the caller decides whether that is allowed); null
+// for an amount is refused: the contract's amounts are numbers, and a 0
+// read from a null would be a cost nobody reported. A repeated name keeps
+// its last value.
 func readAmounts(d *jsontext.Decoder, out *map[string]float64, names *interner) (bool, error) {
 	m := *out
 	if m == nil {
@@ -444,7 +446,10 @@ func readAmounts(d *jsontext.Decoder, out *map[string]float64, names *interner) 
 	}
 	ok, err := readMembers(d, names, func(name string) error {
 		var x float64
-		_, err := readFloat(d, &x)
+		present, err := readFloat(d, &x)
+		if err == nil && !present {
+			return &memberError{path: path(d, ""), what: "is null"}
+		}
 		m[name] = x
 		return err
 	})

@@ -299,3 +299,57 @@ func TestWriteAnswerWithoutABudget(t *testing.T) {
 		}
 	}
 }
+
+// An amount is a number: null in a map of amounts (a period's actual, a
+// planning row's target) is refused with the member's path, never read as
+// 0. Before, {"2026-01":null} came out as an actual of 0, indistinguishable
+// from a month that cost nothing.
+func TestNullAmountIsRefused(t *testing.T) {
+	t.Parallel()
+	actuals := func(ctx context.Context, c *upstream.Client) error {
+		_, err := c.Budgets.Actuals(ctx, "bud_1")
+		return err
+	}
+	planning := func(ctx context.Context, c *upstream.Client) error {
+		_, err := c.Budgets.Planning(ctx, "bud_1")
+		return err
+	}
+	tests := []struct {
+		name string
+		call func(ctx context.Context, c *upstream.Client) error
+		op   string
+		data string
+		want string // the error names this member
+	}{
+		{"account actual", actuals, "getBudgetActuals",
+			`{"actualsByPlanning":{"p":{"2026-01":1}},"accountActualsByPeriod":{"2026-01":1,"2026-02":null}}`,
+			"data.accountActualsByPeriod.2026-02 is null"},
+		{"planning row actual", actuals, "getBudgetActuals",
+			`{"actualsByPlanning":{"p":{"2026-01":null,"2026-02":2}},"accountActualsByPeriod":{"2026-01":1}}`,
+			"data.actualsByPlanning.p.2026-01 is null"},
+		{"planning row", actuals, "getBudgetActuals",
+			`{"actualsByPlanning":{"p":null},"accountActualsByPeriod":{"2026-01":1}}`,
+			"data.actualsByPlanning.p is null"},
+		{"target item", planning, "getBudgetPlanning",
+			`{"plannings":[` + strings.Replace(planningJSON, `"Staging":4000`, `"Staging":null`, 1) + `]}`,
+			"data.plannings[0].targetItems.Staging is null"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, answer(http.StatusOK, `{"data":`+tc.data+`}`))
+			c := newTestClient(t, f.URL, upstream.WithRetry(noRetry))
+			err := tc.call(keyCtx(t), c)
+			if diff := cmp.Diff([]string{"ErrBadResponse"}, matching(err)); diff != "" {
+				t.Fatalf("err = %v; sentinels (-want +got):\n%s", err, diff)
+			}
+			var ue *upstream.Error
+			if !errors.As(err, &ue) || ue.Op != tc.op {
+				t.Fatalf("err = %v, want an *Error of %s", err, tc.op)
+			}
+			if want := tc.op + ": 200 malformed_response: " + tc.want; !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %q, want it to say %q", err, want)
+			}
+		})
+	}
+}

@@ -164,7 +164,7 @@ func FuzzDecodeBudget(f *testing.F) {
 			`"creatorId":"usr_1","explorerReportId":"rpt_1","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-03T03:04:05.678Z",` +
 			`"explorerReport":{"id":"rpt_1","name":"AWS"},"creator":{"id":"usr_1","firstName":"F","lastName":"A","email":"f@example.com"},` +
 			`"plannings":[{"id":"p","budgetId":"bud_1","dimension1":"d","dimension2":"","previousMonth":1.5,"avgLookback":1,` +
-			`"percentGrowth":5,"percentSpend":null,"targetItems":{"a":1,"b":null,"a":2},"targetType":"PLANNING_ITEM",` +
+			`"percentGrowth":5,"percentSpend":null,"targetItems":{"a":1,"b":0,"a":2},"targetType":"PLANNING_ITEM",` +
 			`"createdAt":"2026-01-02T03:04:05Z"}]}`,
 		`{"NAME":"x","name":"y","numberOfPeriods":1.5}`, `{"serviceClientId":9223372036854775808}`,
 		`{"lookbackPeriod":"3"}`, `{"plannings":[null]}`, `{"explorerReport":null,"creator":{}}`,

@@ -352,7 +352,10 @@ var actualsRecord = newRecord[BudgetActuals](nil,
 		}
 		ok, err := readMembers(d, nil, func(name string) error {
 			var row map[string]float64
-			_, err := readAmounts(d, &row, periods)
+			present, err := readAmounts(d, &row, periods)
+			if err == nil && !present {
+				return &memberError{path: path(d, ""), what: "is null"} // a row is an object of amounts
+			}
 			m[name] = row
 			return err
 		})

@@ -139,6 +139,7 @@ type Budget struct {
 
 // Planning is a row of a budget's planning grid. Decoding requires every
 // member but percentSpend (nullable); dimension2 may be empty, not missing.
+// Every target of targetItems must be a number (null is refused).
 type Planning struct {
 	ID            string             `json:"id"`
 	BudgetID      string             `json:"budgetId"`
@@ -226,7 +227,8 @@ type DeleteResult struct {
 
 // BudgetActuals are a budget's actual costs per period: per planning row
 // (planning id → period key → amount) and for the whole budget. Decoding
-// requires both maps.
+// requires both maps, an object for every planning row and a number for
+// every amount: a null is refused, not read as 0.
 type BudgetActuals struct {
 	ActualsByPlanning      map[string]map[string]float64 `json:"actualsByPlanning"`
 	AccountActualsByPeriod map[string]float64            `json:"accountActualsByPeriod"`
