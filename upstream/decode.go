@@ -17,12 +17,14 @@ import (
 )
 
 // The client decodes answers with the JSON v2 engine set to the semantics of
-// encoding/json (v1): the same values and the same tolerance (names matched
-// without regard to case, duplicate names with the last one winning,
-// invalid UTF-8 replaced, null leaving a value as it was), at a fraction of
-// the cost; only the wording of a decoding error differs, and that stays
-// inside an ErrBadResponse. Decoding upstream answers is much of the work of
-// a query; see docs/benchmarks.md.
+// encoding/json (v1): the same values and the same tolerance (duplicate
+// names with the last one winning, invalid UTF-8 replaced, null leaving a
+// value as it was), at a fraction of the cost; only the wording of a
+// decoding error differs, and that stays inside an ErrBadResponse. One
+// difference: member names are matched exactly, not without regard to case,
+// because the contract's names are exact ("Region" is not "region"; in an
+// open object it is a member of its own). Decoding upstream answers is much
+// of the work of a query; see docs/benchmarks.md.
 //
 // The records of the contract decode themselves (UnmarshalJSONFrom), member
 // by member in one pass over the answer, from a table per type below. The
@@ -31,7 +33,7 @@ import (
 // null in its place, is refused ("data[3].name is missing"), rather than
 // read as a zero value nobody sent. Open objects (recommendations,
 // anomalies) keep their unknown members in the same pass.
-var v1Semantics = jsonv1.DefaultOptionsV1()
+var v1Semantics = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv2.MatchCaseInsensitiveNames(false))
 
 // unmarshalRead decodes the JSON value that r holds into v.
 func unmarshalRead(r io.Reader, v any) error { return jsonv2.UnmarshalRead(r, v, v1Semantics) }
@@ -143,26 +145,21 @@ func newRecord[T any](extra func(*T) *map[string]json.RawMessage, fields ...fiel
 }
 
 // lookup returns the field a member name (raw, quoted, as in the answer)
-// matches: exactly, else without regard to case, as encoding/json does.
-// name is the unquoted name, for an open object's unknown member.
+// matches, exactly: the contract's names are exact, so a name that differs
+// from a field's only in case is another member. name is the unquoted
+// name, for an open object's unknown member.
 func (r *record[T]) lookup(raw jsontext.Value) (i int, name string, ok bool) {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		if i, ok := r.index[string(inner)]; ok {
 			return i, "", true
 		}
-		name = string(inner)
-	} else {
-		b, _ := jsontext.AppendUnquote(nil, raw) // invalid UTF-8 is replaced, as v1 does
-		name = string(b)
-		if i, ok := r.index[name]; ok {
-			return i, "", true
-		}
+		return 0, string(inner), false
 	}
-	for i, f := range r.fields {
-		if strings.EqualFold(f.name, name) {
-			return i, "", true
-		}
+	b, _ := jsontext.AppendUnquote(nil, raw) // invalid UTF-8 is replaced, as v1 does
+	name = string(b)
+	if i, ok := r.index[name]; ok {
+		return i, "", true
 	}
 	return 0, name, false
 }

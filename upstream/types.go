@@ -33,9 +33,9 @@ type ListOptions struct {
 }
 
 // Recommendation is a cost optimization recommendation. It is an open object:
-// members beyond the contract's list are kept in Extra (a member whose name
-// matches a listed one but for case is that one, as encoding/json reads it).
-// Decoding requires every listed member.
+// members beyond the contract's list are kept in Extra. Names are exact: a
+// member whose name differs from a listed one only in case ("Region") is
+// another member, kept in Extra. Decoding requires every listed member.
 type Recommendation struct {
 	RecommendationID        string  `json:"recommendation_id"`
 	RecommendationName      string  `json:"recommendation_name"`
@@ -58,8 +58,8 @@ func (r Recommendation) MarshalJSON() ([]byte, error) {
 }
 
 // Anomaly is a detected cost anomaly. It is an open object: members beyond the
-// contract's list are kept in Extra (a member whose name matches a listed
-// one but for case is that one). Decoding requires every listed member.
+// contract's list are kept in Extra, names matched exactly (a member
+// "Service" is another than "service"). Decoding requires every listed member.
 type Anomaly struct {
 	AnomalyID           string  `json:"anomaly_id"`
 	Service             string  `json:"service"`

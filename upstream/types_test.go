@@ -180,6 +180,95 @@ func TestOpenObjectsKeepExtraMembers(t *testing.T) {
 	}
 }
 
+// Member names are exact, as the contract says: a member whose name
+// differs from a listed one only in case is another member, kept in Extra,
+// and never overwrites the listed one or stands in for it. Before, the
+// decoder matched names as encoding/json does, without regard to case, so
+// "Region" beside "region" replaced the region and vanished.
+func TestOpenObjectsMatchNamesExactly(t *testing.T) {
+	t.Parallel()
+	rec := recommendationJSON[:len(recommendationJSON)-1]
+	anom := anomalyJSON[:len(anomalyJSON)-1]
+	tests := []struct {
+		name      string
+		in        string
+		anomaly   bool
+		wantField string // the listed member's value after decoding
+		wantExtra map[string]json.RawMessage
+		wantErr   string
+	}{
+		{name: "after the listed member", in: rec + `,"Region":"US East (N. Virginia)"}`, wantField: "us-east-1",
+			wantExtra: map[string]json.RawMessage{"Region": json.RawMessage(`"US East (N. Virginia)"`)}},
+		{name: "before the listed member", in: `{"Region":"US East (N. Virginia)",` + rec[1:] + `}`, wantField: "us-east-1",
+			wantExtra: map[string]json.RawMessage{"Region": json.RawMessage(`"US East (N. Virginia)"`)}},
+		{name: "instead of the listed member", in: strings.Replace(recommendationJSON, `"region"`, `"REGION"`, 1),
+			wantErr: "region is missing"},
+		{name: "anomaly", in: anom + `,"Service":"EC2","ANOMALY_ID":"other"}`, anomaly: true,
+			wantField: "Amazon Elastic Compute Cloud - Compute",
+			wantExtra: map[string]json.RawMessage{"Service": json.RawMessage(`"EC2"`), "ANOMALY_ID": json.RawMessage(`"other"`)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var err error
+			var field string
+			var extra map[string]json.RawMessage
+			if tc.anomaly {
+				var a upstream.Anomaly
+				err = json.Unmarshal([]byte(tc.in), &a)
+				field, extra = a.Service, a.Extra
+			} else {
+				var r upstream.Recommendation
+				err = json.Unmarshal([]byte(tc.in), &r)
+				field, extra = r.Region, r.Extra
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if field != tc.wantField {
+				t.Errorf("listed member = %q, want %q", field, tc.wantField)
+			}
+			if diff := cmp.Diff(tc.wantExtra, extra); diff != "" {
+				t.Errorf("Extra (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The envelope's names are exact too: an answer whose data comes as "Data"
+// has no data member.
+func TestEnvelopeMatchesNamesExactly(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{`{"Data":{"success":true}}`, `{"DATA":{"success":true}}`} {
+		t.Run(body, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, answer(http.StatusOK, body))
+			c := newTestClient(t, f.URL)
+			_, err := c.Budgets.Delete(keyCtx(t), "bud_1")
+			if !errors.Is(err, upstream.ErrBadResponse) {
+				t.Fatalf("err = %v, want ErrBadResponse", err)
+			}
+		})
+	}
+	// And a closed record ignores a member that differs from a listed one
+	// in case: the listed one is what it reads.
+	f := newFake(t, answer(http.StatusOK, `{"data":{"budget":`+budgetJSON[:len(budgetJSON)-1]+`,"NAME":"other"}}}`))
+	c := newTestClient(t, f.URL)
+	b, err := c.Budgets.Create(keyCtx(t), &upstream.BudgetCreate{Name: "x"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "Q1 Cloud Budget" {
+		t.Errorf("name = %q, want the member \"name\"'s", b.Name)
+	}
+}
+
 func TestOpenObjectKnownMembersWin(t *testing.T) {
 	t.Parallel()
 	r := upstream.Recommendation{RecommendationID: "known", Extra: map[string]json.RawMessage{
