@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -545,6 +546,10 @@ func readFloat(d *jsontext.Decoder, p *float64) (bool, error) {
 	}
 }
 
+// readInt reads an integer: a JSON number whose value is an integer in the
+// range of an int64, however it is written (12, 12.0, 1.2e1). The contract
+// says "integer", and JSON has one kind of number; what matters is the
+// value. A fraction, or a value out of range, is refused.
 func readInt(d *jsontext.Decoder, p *int64) (bool, error) {
 	switch k := d.PeekKind(); k {
 	case '0':
@@ -552,9 +557,12 @@ func readInt(d *jsontext.Decoder, p *int64) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		n, err := strconv.ParseInt(string(val), 10, 64)
-		if err != nil {
-			return false, &memberError{path: path(d, ""), what: "is " + string(val) + ", not an integer in the range of an int64"}
+		n, integral, ok := intValue(val)
+		switch {
+		case !integral:
+			return false, &memberError{path: path(d, ""), what: "is " + string(val) + ", not an integer"}
+		case !ok:
+			return false, &memberError{path: path(d, ""), what: "is " + string(val) + ", out of the range of a 64-bit integer"}
 		}
 		*p = n
 		return true, nil
@@ -564,6 +572,76 @@ func readInt(d *jsontext.Decoder, p *int64) (bool, error) {
 	default:
 		return false, wrongKind(d, k, "an integer")
 	}
+}
+
+// intValue returns the value of num, a valid JSON number, when it is an
+// integer: integral is false when its value has a fraction, ok false when
+// it is an integer out of the range of an int64. It works on the decimal
+// digits, so no value is rounded on the way (as it would be through a
+// float64), and no exponent, however large, costs more than its digits.
+func intValue(num []byte) (n int64, integral, ok bool) {
+	neg := num[0] == '-'
+	if neg {
+		num = num[1:]
+	}
+	// num is int[.frac][e|E[sign]exp]: its value is the digits of int and
+	// frac, as one integer, times 10^(exp-len(frac)).
+	whole, frac, exp := num, []byte(nil), int64(0)
+	if i := bytes.IndexAny(num, "eE"); i >= 0 {
+		whole = num[:i]
+		e := num[i+1:]
+		expNeg := e[0] == '-'
+		if e[0] == '-' || e[0] == '+' {
+			e = e[1:]
+		}
+		for _, c := range e {
+			exp = min(exp*10+int64(c-'0'), 1<<40) // far beyond any number's digits
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	if i := bytes.IndexByte(whole, '.'); i >= 0 {
+		whole, frac = whole[:i], whole[i+1:]
+	}
+	digit := func(i int) byte { // the i-th of the digits of int and frac
+		if i < len(whole) {
+			return whole[i]
+		}
+		return frac[i-len(whole)]
+	}
+	first, end := 0, len(whole)+len(frac)
+	for first < end && digit(first) == '0' {
+		first++
+	}
+	if first == end {
+		return 0, true, true // zero, however written
+	}
+	for digit(end-1) == '0' {
+		end--
+	}
+	// The significant digits are digit(first…end-1), times 10^scale.
+	scale := exp - int64(len(frac)) + int64(len(whole)+len(frac)-end)
+	if scale < 0 {
+		return 0, false, false // its last significant digit is after the point
+	}
+	if int64(end-first)+scale > 19 {
+		return 0, true, false // more than 19 digits: beyond an int64
+	}
+	var u uint64 // at most 19 digits: no overflow
+	for i := first; i < end; i++ {
+		u = u*10 + uint64(digit(i)-'0')
+	}
+	for range scale {
+		u *= 10
+	}
+	switch {
+	case !neg && u > math.MaxInt64, neg && u > 1<<63:
+		return 0, true, false
+	case neg:
+		return int64(-u), true, true // -(1<<63) wraps to math.MinInt64, as it should
+	}
+	return int64(u), true, true
 }
 
 func readBool(d *jsontext.Decoder, p *bool) (bool, error) {

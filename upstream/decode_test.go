@@ -353,3 +353,68 @@ func TestNullAmountIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// The contract says "integer" and no more, and JSON has one kind of
+// number: a member that is an integer is read from any number whose value
+// is one, however it is written (12, 12.0, 1.2e1), and refused, naming the
+// member, when its value has a fraction or does not fit. Before, only the
+// digits-only form was read, and 12.0 refused the whole answer.
+func TestIntegerMembersTakeAnyIntegralNumber(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		member string
+		in     string
+		want   int64 // when wantErr is ""
+		// wantErr is what the error says after the member's path.
+		wantErr string
+	}{
+		{"numberOfPeriods", `12`, 12, ""},
+		{"numberOfPeriods", `12.0`, 12, ""},
+		{"numberOfPeriods", `12.000e0`, 12, ""},
+		{"numberOfPeriods", `1.2e1`, 12, ""},
+		{"numberOfPeriods", `1.2E+1`, 12, ""},
+		{"numberOfPeriods", `120e-1`, 12, ""},
+		{"numberOfPeriods", `0.0`, 0, ""},
+		{"numberOfPeriods", `-0`, 0, ""},
+		{"numberOfPeriods", `-0.0e5`, 0, ""},
+		{"numberOfPeriods", `0e999999999999`, 0, ""},
+		{"numberOfPeriods", `12.5`, 0, "is 12.5, not an integer"},
+		{"numberOfPeriods", `1.25e1`, 0, "is 1.25e1, not an integer"},
+		{"numberOfPeriods", `1e-999999999999`, 0, "is 1e-999999999999, not an integer"},
+		{"serviceClientId", `9223372036854775807`, 9223372036854775807, ""},
+		{"serviceClientId", `9.223372036854775807e18`, 9223372036854775807, ""},
+		{"serviceClientId", `-9223372036854775808`, -9223372036854775808, ""},
+		{"serviceClientId", `-9223372036854775808.0`, -9223372036854775808, ""},
+		{"serviceClientId", `9223372036854775808`, 0, "is 9223372036854775808, out of the range of a 64-bit integer"},
+		{"serviceClientId", `9.3e18`, 0, "is 9.3e18, out of the range of a 64-bit integer"},
+		{"serviceClientId", `1e999999999999`, 0, "is 1e999999999999, out of the range of a 64-bit integer"},
+		{"serviceClientId", `-9223372036854775809`, 0, "is -9223372036854775809, out of the range of a 64-bit integer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.member+"="+tc.in, func(t *testing.T) {
+			t.Parallel()
+			old := map[string]string{"numberOfPeriods": "12", "serviceClientId": "1001"}[tc.member]
+			rec := strings.Replace(budgetJSON, `"`+tc.member+`":`+old+`,`, `"`+tc.member+`":`+tc.in+`,`, 1)
+			f := newFake(t, answer(http.StatusOK, `{"data":{"budget":`+rec+`}}`))
+			c := newTestClient(t, f.URL)
+			b, err := c.Budgets.Create(keyCtx(t), &upstream.BudgetCreate{Name: "x"}, nil)
+			if tc.wantErr != "" {
+				want := "createBudget: 200 malformed_response: data.budget." + tc.member + " " + tc.wantErr
+				if !errors.Is(err, upstream.ErrBadResponse) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want an ErrBadResponse saying %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := int64(b.NumberOfPeriods)
+			if tc.member == "serviceClientId" {
+				got = b.ServiceClientID
+			}
+			if got != tc.want {
+				t.Errorf("%s = %d, want %d", tc.member, got, tc.want)
+			}
+		})
+	}
+}

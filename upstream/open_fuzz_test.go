@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"errors"
+	"math/big"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -110,17 +111,17 @@ type (
 		TargetType          string          `json:"targetType"`
 		Period              string          `json:"period"`
 		Status              string          `json:"status"`
-		NumberOfPeriods     int             `json:"numberOfPeriods"`
+		NumberOfPeriods     refInt          `json:"numberOfPeriods"`
 		StartDate           Date            `json:"startDate"`
 		EndDate             Date            `json:"endDate"`
-		LookbackPeriod      *int            `json:"lookbackPeriod"`
+		LookbackPeriod      *refInt         `json:"lookbackPeriod"`
 		BudgetType          json.RawMessage `json:"budgetType"`
 		StartingValue       json.RawMessage `json:"startingValue"`
 		CustomStartingValue json.RawMessage `json:"customStartingValue"`
 		GrowthRate          json.RawMessage `json:"growthRate"`
 		NormalizationPeriod bool            `json:"normalizationPeriod"`
 		OrganizationID      string          `json:"organizationId"`
-		ServiceClientID     int64           `json:"serviceClientId"`
+		ServiceClientID     refInt          `json:"serviceClientId"`
 		CreatorID           string          `json:"creatorId"`
 		ExplorerReportID    string          `json:"explorerReportId"`
 		CreatedAt           Timestamp       `json:"createdAt"`
@@ -152,6 +153,34 @@ type (
 	}
 )
 
+// refInt is the reference's integer: any JSON number whose value is an
+// integer in the range of an int64, however it is written, read exactly
+// by math/big. A number whose exponent math/big will not expand (beyond a
+// million) leaves the reference undecided.
+type refInt int64
+
+var errUndecided = errors.New("the reference cannot tell")
+
+func (n *refInt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) == 0 || b[0] != '-' && (b[0] < '0' || b[0] > '9') {
+		return errors.New("not a number")
+	}
+	r, ok := new(big.Rat).SetString(string(b))
+	switch {
+	case !ok:
+		return errUndecided
+	case !r.IsInt():
+		return errors.New("not an integer")
+	case !r.Num().IsInt64():
+		return errors.New("out of range")
+	}
+	*n = refInt(r.Num().Int64())
+	return nil
+}
+
 // FuzzDecodeBudget checks the budget decoder, the largest table with every
 // kind of member (dates, timestamps, raw JSON, nullable numbers, nested
 // records and lists, maps of amounts), against the reference.
@@ -166,6 +195,8 @@ func FuzzDecodeBudget(f *testing.F) {
 			`"percentGrowth":5,"percentSpend":null,"targetItems":{"a":1,"b":0,"a":2},"targetType":"PLANNING_ITEM",` +
 			`"createdAt":"2026-01-02T03:04:05Z"}]}`,
 		`{"NAME":"x","name":"y","numberOfPeriods":1.5}`, `{"serviceClientId":9223372036854775808}`,
+		`{"numberOfPeriods":1.2e1,"lookbackPeriod":30.0,"serviceClientId":-9.223372036854775808e18}`,
+		`{"numberOfPeriods":0e9999999}`, `{"serviceClientId":1.00000000000000000000000001e25}`,
 		`{"lookbackPeriod":"3"}`, `{"plannings":[null]}`, `{"explorerReport":null,"creator":{}}`,
 		`{"createdAt":"2026-01-02T03:04:05+02:00"}`, `{"startDate":"2026-1-1"}`, `{"growthRate":{"a":[1, 2]}}`,
 	} {
@@ -176,6 +207,9 @@ func FuzzDecodeBudget(f *testing.F) {
 		err := jsonv2.Unmarshal(data, &b, v1Semantics)
 		var ref refBudget
 		refErr := jsonv2.Unmarshal(data, &ref, v1Semantics)
+		if errors.Is(refErr, errUndecided) {
+			t.Skip()
+		}
 		if refErr == nil && string(data) != "null" {
 			for _, p := range ref.Plannings {
 				if p.ID == "" && p.TargetItems == nil && p.CreatedAt.IsZero() {
