@@ -110,6 +110,18 @@ var upstreamCases = []errorCase{
 		code: "UPSTREAM_BAD_RESPONSE", path: []any{"budget", "actuals"}, data: `{"budget":{"actuals":null}}`,
 	},
 	{
+		// GraphQL's Int holds 32 bits: a larger count is an answer the
+		// gateway cannot pass on, not a number it writes anyway.
+		name: "a total past GraphQL's Int", key: sim.DemoKey, query: `{ scheduledNotifications { totalCount } }`,
+		setup: func(_ *testing.T, e *env, _ fixture) {
+			failOn(e, "GET", "/v1/notifications/scheduled", func() *http.Response {
+				return answer(http.StatusOK, `{"data":[],"pagination":{"limit":50,"has_more":false,"next_cursor":null,"total":2147483648}}`)
+			})
+		},
+		code: "UPSTREAM_BAD_RESPONSE", up: &upstreamErr{code: "malformed_response", status: 200, requestID: "req-forged-200"},
+		path: []any{"scheduledNotifications"}, data: `{"scheduledNotifications":null}`,
+	},
+	{
 		name: "budget without a required member", key: sim.DemoKey, query: qBudgets,
 		setup: func(_ *testing.T, e *env, _ fixture) {
 			failOn(e, "GET", "/v1/budgets", func() *http.Response {

@@ -271,6 +271,12 @@ func integer[T any](name string, required bool, at func(*T) *int) field[T] {
 	}}
 }
 
+// integer32 is an integer member the gateway's clients see as GraphQL's
+// Int: see readInt32.
+func integer32[T any](name string, required bool, at func(*T) *int) field[T] {
+	return field[T]{name, required, func(d *jsontext.Decoder, v *T) (bool, error) { return readInt32(d, at(v)) }}
+}
+
 func integer64[T any](name string, required bool, at func(*T) *int64) field[T] {
 	return field[T]{name, required, func(d *jsontext.Decoder, v *T) (bool, error) { return readInt(d, at(v)) }}
 }
@@ -551,6 +557,25 @@ func readFloat(d *jsontext.Decoder, p *float64) (bool, error) {
 // says "integer", and JSON has one kind of number; what matters is the
 // value. A fraction, or a value out of range, is refused.
 func readInt(d *jsontext.Decoder, p *int64) (bool, error) {
+	return readIntIn(d, p, math.MinInt64, math.MaxInt64, "a 64-bit integer")
+}
+
+// readInt32 reads an integer as readInt does, in the range of an int32.
+// The members read so (counts, periods, weekdays) reach the gateway's
+// clients as GraphQL's Int, which holds 32 bits: a larger value would be
+// an answer nobody could be given, so it is a malformed one here, named,
+// rather than a number the GraphQL layer must not write.
+func readInt32(d *jsontext.Decoder, p *int) (bool, error) {
+	var n int64
+	ok, err := readIntIn(d, &n, math.MinInt32, math.MaxInt32, "a 32-bit integer")
+	if ok {
+		*p = int(n)
+	}
+	return ok, err
+}
+
+// readIntIn reads an integer in [lo, hi]; within names that range.
+func readIntIn(d *jsontext.Decoder, p *int64, lo, hi int64, within string) (bool, error) {
 	switch k := d.PeekKind(); k {
 	case '0':
 		val, err := d.ReadValue()
@@ -561,8 +586,8 @@ func readInt(d *jsontext.Decoder, p *int64) (bool, error) {
 		switch {
 		case !integral:
 			return false, &memberError{path: path(d, ""), what: "is " + string(val) + ", not an integer"}
-		case !ok:
-			return false, &memberError{path: path(d, ""), what: "is " + string(val) + ", out of the range of a 64-bit integer"}
+		case !ok || n < lo || n > hi:
+			return false, &memberError{path: path(d, ""), what: "is " + string(val) + ", out of the range of " + within}
 		}
 		*p = n
 		return true, nil

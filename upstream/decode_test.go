@@ -418,3 +418,66 @@ func TestIntegerMembersTakeAnyIntegralNumber(t *testing.T) {
 		})
 	}
 }
+
+// The integers the gateway's clients see as GraphQL's Int, which holds 32
+// bits, are refused beyond that range, naming the member: the answer is one
+// the gateway cannot pass on. Before, 2147483648 weeks went straight into
+// an Int, which GraphQL forbids. serviceClientId (Int64) and
+// pagination.limit (not shown to clients) keep their 64 bits.
+func TestIntegerMembersShownAsGraphQLIntHold32Bits(t *testing.T) {
+	t.Parallel()
+	budget := func(ctx context.Context, c *upstream.Client) error {
+		_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, nil)
+		return err
+	}
+	notifications := func(ctx context.Context, c *upstream.Client) error {
+		_, err := c.Notifications.ListScheduled(ctx, nil)
+		return err
+	}
+	notificationPage := func(rec string) string {
+		return `{"data":[` + rec + `],"pagination":{"limit":50,"has_more":false,"next_cursor":null,"total":1}}`
+	}
+	tests := []struct {
+		member string
+		call   func(ctx context.Context, c *upstream.Client) error
+		op     string
+		answer func(value string) string
+		at     string // the member's path in the answer
+	}{
+		{"numberOfPeriods", budget, "createBudget", func(v string) string {
+			return `{"data":{"budget":` + strings.Replace(budgetJSON, `"numberOfPeriods":12`, `"numberOfPeriods":`+v, 1) + `}}`
+		}, "data.budget.numberOfPeriods"},
+		{"lookbackPeriod", budget, "createBudget", func(v string) string {
+			return `{"data":{"budget":` + strings.Replace(budgetJSON, `"lookbackPeriod":null`, `"lookbackPeriod":`+v, 1) + `}}`
+		}, "data.budget.lookbackPeriod"},
+		{"recurrenceWeekday", notifications, "listScheduledNotifications", func(v string) string {
+			return notificationPage(strings.Replace(notificationJSON, `"recurrenceWeekday":1`, `"recurrenceWeekday":`+v, 1))
+		}, "data[0].recurrenceWeekday"},
+		{"recurrenceDayOfMonth", notifications, "listScheduledNotifications", func(v string) string {
+			return notificationPage(strings.Replace(notificationJSON, `"recurrenceDayOfMonth":null`, `"recurrenceDayOfMonth":`+v, 1))
+		}, "data[0].recurrenceDayOfMonth"},
+		{"total", notifications, "listScheduledNotifications", func(v string) string {
+			return strings.Replace(notificationPage(notificationJSON), `"total":1`, `"total":`+v, 1)
+		}, "pagination.total"},
+	}
+	for _, tc := range tests {
+		for _, v := range []string{"2147483647", "-2147483648", "2.147483647e9", "2147483648", "-2147483649", "1e10"} {
+			t.Run(tc.member+"="+v, func(t *testing.T) {
+				t.Parallel()
+				f := newFake(t, answer(http.StatusOK, tc.answer(v)))
+				c := newTestClient(t, f.URL)
+				err := tc.call(keyCtx(t), c)
+				if v == "2147483647" || v == "-2147483648" || v == "2.147483647e9" {
+					if err != nil {
+						t.Fatalf("err = %v, want the answer read", err)
+					}
+					return
+				}
+				want := tc.op + ": 200 malformed_response: " + tc.at + " is " + v + ", out of the range of a 32-bit integer"
+				if !errors.Is(err, upstream.ErrBadResponse) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("err = %v, want an ErrBadResponse saying %q", err, want)
+				}
+			})
+		}
+	}
+}

@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/big"
 	"testing"
 
@@ -111,10 +112,10 @@ type (
 		TargetType          string          `json:"targetType"`
 		Period              string          `json:"period"`
 		Status              string          `json:"status"`
-		NumberOfPeriods     refInt          `json:"numberOfPeriods"`
+		NumberOfPeriods     refInt32        `json:"numberOfPeriods"`
 		StartDate           Date            `json:"startDate"`
 		EndDate             Date            `json:"endDate"`
-		LookbackPeriod      *refInt         `json:"lookbackPeriod"`
+		LookbackPeriod      *refInt32       `json:"lookbackPeriod"`
 		BudgetType          json.RawMessage `json:"budgetType"`
 		StartingValue       json.RawMessage `json:"startingValue"`
 		CustomStartingValue json.RawMessage `json:"customStartingValue"`
@@ -181,6 +182,24 @@ func (n *refInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// refInt32 is a refInt in the range of an int32: the members the gateway
+// shows as GraphQL's Int.
+type refInt32 int32
+
+func (n *refInt32) UnmarshalJSON(b []byte) error {
+	var x refInt
+	if err := x.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	if x < math.MinInt32 || x > math.MaxInt32 {
+		return errors.New("out of range")
+	}
+	if string(b) != "null" {
+		*n = refInt32(x)
+	}
+	return nil
+}
+
 // FuzzDecodeBudget checks the budget decoder, the largest table with every
 // kind of member (dates, timestamps, raw JSON, nullable numbers, nested
 // records and lists, maps of amounts), against the reference.
@@ -196,7 +215,7 @@ func FuzzDecodeBudget(f *testing.F) {
 			`"createdAt":"2026-01-02T03:04:05Z"}]}`,
 		`{"NAME":"x","name":"y","numberOfPeriods":1.5}`, `{"serviceClientId":9223372036854775808}`,
 		`{"numberOfPeriods":1.2e1,"lookbackPeriod":30.0,"serviceClientId":-9.223372036854775808e18}`,
-		`{"numberOfPeriods":0e9999999}`, `{"serviceClientId":1.00000000000000000000000001e25}`,
+		`{"numberOfPeriods":0e9999999}`, `{"numberOfPeriods":2147483648}`, `{"lookbackPeriod":-2.147483648e9}`, `{"serviceClientId":1.00000000000000000000000001e25}`,
 		`{"lookbackPeriod":"3"}`, `{"plannings":[null]}`, `{"explorerReport":null,"creator":{}}`,
 		`{"createdAt":"2026-01-02T03:04:05+02:00"}`, `{"startDate":"2026-1-1"}`, `{"growthRate":{"a":[1, 2]}}`,
 	} {

@@ -15,12 +15,7 @@ var paginationRecord = newRecord[Pagination](nil,
 	integer("limit", false, func(p *Pagination) *int { return &p.Limit }),
 	boolean("has_more", true, func(p *Pagination) *bool { return &p.HasMore }),
 	optional("next_cursor", func(p *Pagination) **string { return &p.NextCursor }, readString),
-	optional("total", func(p *Pagination) **int { return &p.Total }, func(d *jsontext.Decoder, n *int) (bool, error) {
-		var x int64
-		ok, err := readInt(d, &x)
-		*n = int(x)
-		return ok, err
-	}),
+	optional("total", func(p *Pagination) **int { return &p.Total }, readInt32), // a connection's totalCount
 )
 
 // UnmarshalJSONFrom decodes a pagination object; has_more is required.
@@ -131,15 +126,10 @@ func budgetFields[T any](at func(*T) *Budget) []field[T] {
 		str("targetType", true, func(v *T) *string { return &at(v).TargetType }),
 		str("period", true, func(v *T) *string { return &at(v).Period }),
 		str("status", true, func(v *T) *string { return &at(v).Status }),
-		integer("numberOfPeriods", true, func(v *T) *int { return &at(v).NumberOfPeriods }),
+		integer32("numberOfPeriods", true, func(v *T) *int { return &at(v).NumberOfPeriods }),
 		date("startDate", true, func(v *T) *Date { return &at(v).StartDate }),
 		date("endDate", true, func(v *T) *Date { return &at(v).EndDate }),
-		optional("lookbackPeriod", func(v *T) **int { return &at(v).LookbackPeriod }, func(d *jsontext.Decoder, n *int) (bool, error) {
-			var x int64
-			ok, err := readInt(d, &x)
-			*n = int(x)
-			return ok, err
-		}),
+		optional("lookbackPeriod", func(v *T) **int { return &at(v).LookbackPeriod }, readInt32),
 		raw("budgetType", func(v *T) *json.RawMessage { return &at(v).BudgetType }),
 		raw("startingValue", func(v *T) *json.RawMessage { return &at(v).StartingValue }),
 		raw("customStartingValue", func(v *T) *json.RawMessage { return &at(v).CustomStartingValue }),
@@ -407,13 +397,8 @@ var notificationRecord = newRecord[ScheduledNotification](nil,
 	timestamp("scheduledAt", true, func(n *ScheduledNotification) *Timestamp { return &n.ScheduledAt }),
 	str("recurrenceFrequency", true, func(n *ScheduledNotification) *string { return &n.RecurrenceFrequency }),
 	str("recurrenceTimezone", true, func(n *ScheduledNotification) *string { return &n.RecurrenceTimezone }),
-	integer("recurrenceWeekday", true, func(n *ScheduledNotification) *int { return &n.RecurrenceWeekday }),
-	optional("recurrenceDayOfMonth", func(n *ScheduledNotification) **int { return &n.RecurrenceDayOfMonth }, func(d *jsontext.Decoder, p *int) (bool, error) {
-		var x int64
-		ok, err := readInt(d, &x)
-		*p = int(x)
-		return ok, err
-	}),
+	integer32("recurrenceWeekday", true, func(n *ScheduledNotification) *int { return &n.RecurrenceWeekday }),
+	optional("recurrenceDayOfMonth", func(n *ScheduledNotification) **int { return &n.RecurrenceDayOfMonth }, readInt32),
 	str("cronExpression", true, func(n *ScheduledNotification) *string { return &n.CronExpression }),
 	str("status", true, func(n *ScheduledNotification) *string { return &n.Status }),
 	optional("sentAt", func(n *ScheduledNotification) **Timestamp { return &n.SentAt }, readTimestamp),

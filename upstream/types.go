@@ -15,7 +15,8 @@ type Pagination struct {
 	Limit      int     `json:"limit"`
 	HasMore    bool    `json:"has_more"`
 	NextCursor *string `json:"next_cursor"`
-	// Total is sent only by the scheduled-notifications list.
+	// Total is sent only by the scheduled-notifications list. It must fit
+	// in 32 bits: it becomes a connection's totalCount, a GraphQL Int.
 	Total *int `json:"total,omitempty"`
 }
 
@@ -105,7 +106,9 @@ type User struct {
 // Decoding requires id, name, targetType, period, status, numberOfPeriods,
 // startDate, endDate, normalizationPeriod, organizationId, serviceClientId,
 // creatorId, explorerReportId, createdAt and updatedAt: a budget without
-// one is refused, not read as a zero value. The nullable members
+// one is refused, not read as a zero value. numberOfPeriods and
+// lookbackPeriod must fit in 32 bits (the gateway shows them as GraphQL's
+// Int); serviceClientId in 64. The nullable members
 // (lookbackPeriod and the four above) and explorerReport, creator and
 // plannings may be missing; when present, the nested records require their
 // own members.
@@ -265,7 +268,8 @@ type LookbackPeriod struct {
 // requires id, recipientEmail, subject, scheduleType, scheduledAt,
 // recurrenceFrequency, recurrenceTimezone, recurrenceWeekday,
 // cronExpression, status, createdAt, updatedAt and includeAssistantAnalysis;
-// the nullable members may be missing.
+// the nullable members may be missing. recurrenceWeekday and
+// recurrenceDayOfMonth must fit in 32 bits (GraphQL's Int).
 type ScheduledNotification struct {
 	ID                       string     `json:"id"`
 	RecipientEmail           string     `json:"recipientEmail"`
