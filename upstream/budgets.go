@@ -95,13 +95,14 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 // A delete is idempotent: once it has happened, the budget is gone however
 // often it is sent. So Delete retries like a read. Only the answer of a
 // repeat differs: 404 not_found, for the budget the first attempt removed.
-// When a retry answers 404 not_found after an earlier attempt was sent and
-// got no answer (the connection dropped, perhaps after the upstream
-// committed), Delete reports a delete that happened, with AlreadyDeleted
-// set, rather than a failure. That reading cannot tell a budget the lost
-// attempt removed from one that never existed; either way the budget does
-// not exist, which is what a delete promises. A 404 without a lost attempt
-// before it is ErrNotFound, as for any read.
+// When a retry answers 404 not_found after an earlier attempt that may have
+// deleted it (one that was sent and got no answer, or got a 5xx: a proxy's
+// 502 or 504 may come after the upstream committed), Delete reports a
+// delete that happened, with AlreadyDeleted set, rather than a failure.
+// That reading cannot tell a budget the earlier attempt removed from one
+// that never existed; either way the budget does not exist, which is what
+// a delete promises. A 404 with no such attempt before it (none, a 429, a
+// connection never made) is ErrNotFound, as for any read.
 func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, error) {
 	const op = ops.DeleteBudget
 	p, err := pathID(op, id)
@@ -112,7 +113,7 @@ func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, 
 	st, err := s.c.run(ctx, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, idempotent: true},
 		func() answerEnvelope { env = new(envelope[DeleteResult]); return env })
 	var ue *Error
-	if st.lostAnswer && errors.As(err, &ue) && ue.Status == 404 && ue.Code == "not_found" {
+	if st.mayHaveApplied && errors.As(err, &ue) && ue.Status == 404 && ue.Code == "not_found" {
 		return &DeleteResult{Success: true, AlreadyDeleted: true}, nil
 	}
 	if err != nil {

@@ -198,9 +198,11 @@ type call struct {
 
 // callStats is what the attempts of one call add up to.
 type callStats struct {
-	// lostAnswer is set when an attempt was sent and got no answer, so
-	// the upstream may have done what it asked.
-	lostAnswer bool
+	// mayHaveApplied is set when an attempt reached the upstream and its
+	// answer does not say whether it did what it asked: it was sent and
+	// got no answer, or got a 5xx (a proxy's 502 or 504 after the
+	// upstream committed, or the upstream failing after it did).
+	mayHaveApplied bool
 }
 
 // do sends the call, retrying where the policy and the call allow, and
@@ -273,8 +275,8 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 		if o.class == "" {
 			return st, err // refused before sending: nothing to log or retry
 		}
-		if o.sent && (o.class == ClassNoResponse || o.class == ClassTimeout) {
-			st.lostAnswer = true
+		if o.sent && (o.class == ClassNoResponse || o.class == ClassTimeout || o.class == ClassServerError) {
+			st.mayHaveApplied = true
 		}
 		var wait time.Duration = -1
 		if retryable && ue != nil && ue.Temporary() && n < c.retry.MaxAttempts &&

@@ -47,24 +47,72 @@ func TestDeleteAfterLostAnswerIsAlreadyDeleted(t *testing.T) {
 	}
 }
 
-// A 404 is a delete that happened only after an attempt that was sent and
-// lost: after a 5xx answer, or a connection that was never made, the budget
-// may never have existed.
-func TestDeleteNotFoundAfterAnAnswerIsNotFound(t *testing.T) {
+// A 5xx answer is as ambiguous as none: a proxy's 502 or 504, or the
+// upstream failing after it committed, may come after the budget is gone.
+// So a retry's 404 after one reports the delete that happened. Before,
+// only a lost answer counted, and a delete whose first answer was a
+// proxy's 504 failed with ErrNotFound for a budget it had removed. A 429
+// refused the attempt before anything was done: a 404 after it is one.
+func TestDeleteNotFoundAfterAServerError(t *testing.T) {
 	t.Parallel()
-	f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
-		if n == 1 {
+	tests := []struct {
+		name  string
+		first func(w http.ResponseWriter)
+		gone  bool // want AlreadyDeleted; else ErrNotFound
+	}{
+		{"502 of a proxy", func(w http.ResponseWriter) { writeJSON(w, http.StatusBadGateway, "<html>Bad Gateway</html>") }, true},
+		{"504 of a proxy", func(w http.ResponseWriter) { writeJSON(w, http.StatusGatewayTimeout, "") }, true},
+		{"503 of the upstream", func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusServiceUnavailable, envelope("service_unavailable", "down", "r1"))
-			return
-		}
-		writeJSON(w, http.StatusNotFound, envelope("not_found", "Budget not found", "r2"))
-	})
+		}, true},
+		{"500 of the upstream", func(w http.ResponseWriter) {
+			writeJSON(w, http.StatusInternalServerError, envelope("internal_error", "oops", "r1"))
+		}, true},
+		{"429", func(w http.ResponseWriter) {
+			writeJSON(w, http.StatusTooManyRequests, envelope("rate_limited", "slow down", "r1"))
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+				if n == 1 {
+					tc.first(w)
+					return
+				}
+				writeJSON(w, http.StatusNotFound, envelope("not_found", "Budget not found", "r2"))
+			})
+			c := newTestClient(t, f.URL)
+			got, err := c.Budgets.Delete(keyCtx(t), "bud_1")
+			if n := f.count(); n != 2 {
+				t.Errorf("upstream saw %d requests, want 2", n)
+			}
+			if !tc.gone {
+				if !errors.Is(err, upstream.ErrNotFound) {
+					t.Fatalf("err = %v, want ErrNotFound", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v, want the delete reported as done", err)
+			}
+			if diff := cmp.Diff(&upstream.DeleteResult{Success: true, AlreadyDeleted: true}, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A 404 with nothing ambiguous before it is ErrNotFound, as for any read.
+func TestDeleteNotFoundIsNotFound(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, answer(http.StatusNotFound, envelope("not_found", "Budget not found", "r2")))
 	c := newTestClient(t, f.URL)
 	_, err := c.Budgets.Delete(keyCtx(t), "bud_1")
 	if !errors.Is(err, upstream.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
-	if n := f.count(); n != 2 {
-		t.Errorf("upstream saw %d requests, want 2", n)
+	if n := f.count(); n != 1 {
+		t.Errorf("upstream saw %d requests, want 1", n)
 	}
 }

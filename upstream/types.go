@@ -222,9 +222,9 @@ type BudgetUpdate struct {
 type DeleteResult struct {
 	Success bool `json:"success"`
 	// AlreadyDeleted is set, with Success, when the budget was found gone
-	// by a retry after an attempt whose answer was lost: the delete has
-	// happened, perhaps by that attempt (see BudgetsService.Delete). The
-	// upstream never sends it.
+	// by a retry after an attempt that may have deleted it (its answer was
+	// lost, or was a 5xx): the delete has happened, perhaps by that attempt
+	// (see BudgetsService.Delete). The upstream never sends it.
 	AlreadyDeleted bool `json:"-"`
 }
 

@@ -2350,12 +2350,12 @@ input DeleteBudgetInput {
 type DeleteBudgetPayload {
   "The global ID of the deleted budget; null when ` + "`" + `userErrors` + "`" + ` is not empty."
   deletedBudgetId: ID
-  "Whether the budget is gone: deleted now, or (see ` + "`" + `alreadyDeleted` + "`" + `) by this same delete's first attempt."
+  "Whether the budget is gone: deleted now, or (see ` + "`" + `alreadyDeleted` + "`" + `) by an earlier attempt of this same delete."
   success: Boolean!
   """
-  True when the first attempt's answer was lost and the retry found the budget gone: the first attempt most likely
-  deleted it. The upstream takes no Idempotency-Key on deletes, so the gateway cannot tell that from another
-  caller's delete in between.
+  True when an earlier attempt's answer was lost or was a server error (a proxy's 502 or 504 among them) and the
+  retry found the budget gone: that attempt most likely deleted it. The upstream takes no Idempotency-Key on
+  deletes, so the gateway cannot tell that from another caller's delete in between.
   """
   alreadyDeleted: Boolean!
   "Problems with the input, such as a budget that does not exist; empty when the budget is gone."
@@ -2374,7 +2374,7 @@ type Mutation {
     "The budget and the fields to change."
     input: UpdateBudgetInput!
   ): UpdateBudgetPayload
-  "Deletes a budget (` + "`" + `deleteBudget` + "`" + `); a lost answer is retried, and a retry that finds the budget gone says so."
+  "Deletes a budget (` + "`" + `deleteBudget` + "`" + `); a lost answer or a server error is retried, and a retry that finds the budget gone says so."
   deleteBudget(
     "The budget to delete."
     input: DeleteBudgetInput!

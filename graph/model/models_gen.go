@@ -139,11 +139,11 @@ type DeleteBudgetInput struct {
 type DeleteBudgetPayload struct {
 	// The global ID of the deleted budget; null when `userErrors` is not empty.
 	DeletedBudgetID *string `json:"deletedBudgetId,omitempty"`
-	// Whether the budget is gone: deleted now, or (see `alreadyDeleted`) by this same delete's first attempt.
+	// Whether the budget is gone: deleted now, or (see `alreadyDeleted`) by an earlier attempt of this same delete.
 	Success bool `json:"success"`
-	// True when the first attempt's answer was lost and the retry found the budget gone: the first attempt most likely
-	// deleted it. The upstream takes no Idempotency-Key on deletes, so the gateway cannot tell that from another
-	// caller's delete in between.
+	// True when an earlier attempt's answer was lost or was a server error (a proxy's 502 or 504 among them) and the
+	// retry found the budget gone: that attempt most likely deleted it. The upstream takes no Idempotency-Key on
+	// deletes, so the gateway cannot tell that from another caller's delete in between.
 	AlreadyDeleted bool `json:"alreadyDeleted"`
 	// Problems with the input, such as a budget that does not exist; empty when the budget is gone.
 	UserErrors []UserError `json:"userErrors"`
