@@ -492,7 +492,7 @@ func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []
 		o.reqID, o.excerpt = e.RequestID, excerptOf(sc, raw)
 		return o, e
 	}
-	reqID := token(resp.Header.Get("X-Request-Id"), maxRequestIDLen, "")
+	reqID := sc.requestID(resp.Header.Get("X-Request-Id"))
 	o.reqID = reqID
 	br := &prefixReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
 	err = decodeAnswer(br, env)
@@ -598,7 +598,7 @@ func (c *Client) ping(ctx context.Context, sc scrubber) (outcome, error) {
 	}
 	defer resp.Body.Close()
 	o.sent, o.status = true, resp.StatusCode
-	o.reqID = token(resp.Header.Get("X-Request-Id"), maxRequestIDLen, "")
+	o.reqID = sc.requestID(resp.Header.Get("X-Request-Id"))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode >= 500 {
 		return o, &Error{Op: op, Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode),

@@ -54,7 +54,7 @@ type Error struct {
 	Status     int           // HTTP status, 0 when there was no answer
 	Code       string        // error.code of the envelope, or a code derived from Status
 	Message    string        // error.message of the envelope, or the status text
-	RequestID  string        // error.request_id, or the X-Request-Id header
+	RequestID  string        // error.request_id, or the X-Request-Id header; escaped (see scrub)
 	RetryAfter time.Duration // from the Retry-After header of a 429 or 503, if any
 	// IdempotencyKey is the key a create or update was sent with, so that a
 	// caller can retry the same write safely after an ambiguous failure.
@@ -124,13 +124,13 @@ func (e *Error) Temporary() bool {
 
 // scrub keeps of what the upstream said only what may travel: the
 // message of the contract's envelope without the key, the upstream's
-// address, URLs or header echoes, at most maxMessageLen bytes; a code and a
-// request id only when they are short tokens. A message that cannot be
-// cleaned gives way to the status text.
+// address, URLs or header echoes, at most maxMessageLen bytes; a code only
+// when it is a short token; the request id escaped (scrubber.requestID).
+// A message that cannot be cleaned gives way to the status text.
 func (e *Error) scrub(s scrubber) {
 	e.Message = s.text(e.Message, maxMessageLen, statusText(e.Status))
 	e.Code = token(s.text(e.Code, 64, ""), 64, "http_"+strconv.Itoa(e.Status))
-	e.RequestID = token(s.text(e.RequestID, maxRequestIDLen, ""), maxRequestIDLen, "")
+	e.RequestID = s.requestID(e.RequestID)
 }
 
 // Codes the client itself assigns when the answer carried none.

@@ -191,6 +191,68 @@ func TestErrorWithoutEnvelope(t *testing.T) {
 	}
 }
 
+// The upstream's request id is how its operators find a failed call, so it
+// is kept whatever its characters: those outside letters, digits and ._:-
+// are percent-escaped (no line break or quote reaches a log line or an
+// extension as such), and a long id is cut at 128 bytes, marked with …. An
+// id that holds what may never travel (the key, the upstream's address, a
+// URL, a header) is dropped. Before, an id with one character outside the
+// safe set, such as a slash, was dropped entirely.
+func TestRequestIDIsKeptEscaped(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		id   string
+		want string
+	}{
+		{"UUID", "550e8400-e29b-41d4-a716-446655440000", "550e8400-e29b-41d4-a716-446655440000"},
+		{"slash, spaces, hash, plus", "req/2026 07 20#abc+==", "req%2F2026%2007%2020%23abc%2B%3D%3D"},
+		{"percent", "a%2Fb", "a%252Fb"},
+		{"line break", "id\r\nX-Forged: 1", "id%0D%0AX-Forged:%201"},
+		{"quote and angle brackets", `a"<b>`, "a%22%3Cb%3E"},
+		{"not ASCII", "réq", "r%C3%A9q"},
+		{"long", strings.Repeat("a", 200), strings.Repeat("a", 125) + "…"},
+		{"long, cut two bytes into an escape", strings.Repeat("a", 123) + "/////", strings.Repeat("a", 123) + "…"},
+		{"long, cut one byte into an escape", strings.Repeat("a", 124) + "/////", strings.Repeat("a", 124) + "…"},
+		{"the key", "req " + testKey, ""},
+		{"a URL", "see https://logs.example/req/1", ""},
+		{"an address", "req@10.1.2.3:8080", ""},
+		{"a header", "Authorization: Bearer abc", ""},
+		{"blank", "  ", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, from := range []string{"envelope", "header"} {
+				f := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+					if from == "header" {
+						w.Header()["X-Request-Id"] = []string{strings.NewReplacer("\r", "", "\n", "").Replace(tc.id)}
+						writeJSON(w, http.StatusBadGateway, "<html>Bad Gateway</html>")
+						return
+					}
+					writeJSON(w, http.StatusNotFound, envelope("not_found", "Budget not found", tc.id))
+				})
+				c := newTestClient(t, f.URL, upstream.WithRetry(noRetry))
+				_, err := c.Budgets.Get(keyCtx(t), "bud_1")
+				var ue *upstream.Error
+				if !errors.As(err, &ue) {
+					t.Fatalf("err = %v, want an *upstream.Error", err)
+				}
+				want := tc.want
+				if from == "header" && tc.name == "line break" {
+					want = "idX-Forged:%201" // a header cannot hold a line break
+				}
+				if ue.RequestID != want {
+					t.Errorf("from the %s: RequestID = %q, want %q", from, ue.RequestID, want)
+				}
+				if len(ue.RequestID) > 128 {
+					t.Errorf("from the %s: RequestID is %d bytes, cap 128", from, len(ue.RequestID))
+				}
+			}
+		})
+	}
+}
+
 // countingTransport counts the bytes the client reads of answer bodies.
 type countingTransport struct {
 	base http.RoundTripper

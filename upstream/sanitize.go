@@ -19,7 +19,8 @@ import (
 // scope: budgets:write"), too little to smuggle a page.
 const maxMessageLen = 300
 
-// maxRequestIDLen caps a request id: the contract's are UUIDs (36 characters).
+// maxRequestIDLen caps a request id, escaped: the contract's are UUIDs (36
+// characters).
 const maxRequestIDLen = 128
 
 // maxExcerptLen caps the body excerpt a log line carries.
@@ -114,6 +115,48 @@ func (s scrubber) clean(t string) bool {
 	return true
 }
 
+// requestID returns the upstream's request id fit to travel into errors
+// and log lines. The id is what the upstream's operators find a call by,
+// so it is kept whatever its characters: each byte outside letters, digits
+// and ._:- is percent-escaped (so no line break, quote or bracket passes as
+// such, and the id can be read back exactly), '%' included; the result is
+// at most maxRequestIDLen bytes, a longer one cut and marked with …. An id
+// from which text would remove anything but white space (the key, the
+// upstream's address, a URL, a header echo, an IP address) is no id to
+// pass on: it is dropped, and so is one that still holds any of them once
+// escaped.
+func (s scrubber) requestID(id string) string {
+	id = strings.TrimSpace(id)
+	if id == "" || s.text(id, len(id), "") != strings.TrimSpace(cleanControls(id)) {
+		return ""
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(id))
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; isTokenByte(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	if len(b) > maxRequestIDLen {
+		cut := maxRequestIDLen - len("…")
+		// Every '%' starts an escape (a '%' of the id is escaped too):
+		// cut before it rather than inside it.
+		if b[cut-1] == '%' {
+			cut--
+		} else if b[cut-2] == '%' {
+			cut -= 2
+		}
+		b = append(b[:cut], "…"...)
+	}
+	out := string(b)
+	if !s.clean(out) || cutAddresses(out) != out {
+		return ""
+	}
+	return out
+}
+
 // token returns s when it is a short token of letters, digits and ._:-
 // (the shape of error codes and request ids), else fallback.
 func token(s string, max int, fallback string) string {
@@ -121,12 +164,16 @@ func token(s string, max int, fallback string) string {
 		return fallback
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
+		if !isTokenByte(s[i]) {
 			return fallback
 		}
 	}
 	return s
+}
+
+// isTokenByte reports whether c may stand in a token as it is.
+func isTokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':'
 }
 
 // replaceFold replaces every case-insensitive occurrence of old in s.

@@ -9,7 +9,8 @@ import (
 
 // FuzzScrub feeds arbitrary upstream text to the scrubber: whatever comes
 // out is short, valid UTF-8 without control characters, and holds neither
-// the key, nor the upstream's host, nor anything URL-like.
+// the key, nor the upstream's host, nor anything URL-like; and so is what
+// requestID keeps of it.
 func FuzzScrub(f *testing.F) {
 	const key, host = "sk-live-0123456789abcdef", "api.internal.example:8443"
 	for _, s := range []string{
@@ -44,6 +45,20 @@ func FuzzScrub(f *testing.F) {
 		}
 		if tok := token(out, 64, ""); tok != "" && tok != out {
 			t.Fatalf("token(%q) = %q", out, tok)
+		}
+		// A request id is kept escaped: tokens and escapes only, short,
+		// and without the key, the host or a URL.
+		id := sc.requestID(in)
+		if len(id) > maxRequestIDLen {
+			t.Fatalf("requestID(%q) is %d bytes, cap %d", in, len(id), maxRequestIDLen)
+		}
+		if low := strings.ToLower(id); strings.Contains(low, strings.ToLower(key)) || strings.Contains(low, "api.internal.example") {
+			t.Fatalf("requestID(%q) = %q holds the key or the host", in, id)
+		}
+		for i := 0; i < len(strings.TrimSuffix(id, "…")); i++ {
+			if c := id[i]; !isTokenByte(c) && c != '%' {
+				t.Fatalf("requestID(%q) = %q holds %q", in, id, c)
+			}
 		}
 	})
 }
