@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/costgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
@@ -479,5 +480,22 @@ func TestIntegerMembersShownAsGraphQLIntHold32Bits(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A timestamp with a leap second, valid RFC 3339, is read (as the next
+// second) where the client reads a timestamp in one pass. Before, it
+// refused the whole answer.
+func TestLeapSecondTimestamp(t *testing.T) {
+	t.Parallel()
+	row := strings.Replace(planningJSON, `"createdAt":"2026-01-02T03:04:05.678Z"`, `"createdAt":"2016-12-31T23:59:60.250Z"`, 1)
+	f := newFake(t, answer(http.StatusOK, `{"data":{"plannings":[`+row+`]}}`))
+	c := newTestClient(t, f.URL)
+	g, err := c.Budgets.Planning(keyCtx(t), "bud_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Plannings[0].CreatedAt.Time, time.Date(2017, 1, 1, 0, 0, 0, 250_000_000, time.UTC); !got.Equal(want) {
+		t.Errorf("createdAt = %v, want %v", got, want)
 	}
 }

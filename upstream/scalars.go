@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -72,7 +73,7 @@ const TimestampLayout = "2006-01-02T15:04:05.000Z"
 
 // Timestamp is an instant, written in TimestampLayout on the wire. Decoding
 // accepts any RFC 3339 form, so a harmless variation upstream does not fail a
-// whole page.
+// whole page; a leap second reads as the second after it (UnmarshalText).
 type Timestamp struct{ time.Time }
 
 // String formats the timestamp in TimestampLayout.
@@ -103,14 +104,40 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 	return t.UnmarshalText([]byte(s))
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
+// UnmarshalText implements encoding.TextUnmarshaler. A leap second
+// (23:59:60 in UTC, valid RFC 3339), which time.Time cannot hold, is read
+// as the second after it, the first of the next day, as most systems
+// read it; second 60 of any other minute is refused.
 func (t *Timestamp) UnmarshalText(b []byte) error {
 	v, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		v, err = leapSecond(b)
+	}
 	if err != nil {
 		return fmt.Errorf("timestamp %q is not RFC 3339", b)
 	}
 	t.Time = v.UTC()
 	return nil
+}
+
+// leapSecond reads b, an RFC 3339 timestamp whose second is 60, as the
+// second after second 59 of its minute, when that minute is the last of a
+// UTC day.
+func leapSecond(b []byte) (time.Time, error) {
+	const at = len("2006-01-02T15:04:") // where the seconds are
+	if len(b) < at+2 || b[at] != '6' || b[at+1] != '0' {
+		return time.Time{}, errors.New("not a leap second")
+	}
+	s := bytes.Clone(b)
+	s[at], s[at+1] = '5', '9' // second 59, then one more
+	v, err := time.Parse(time.RFC3339Nano, string(s))
+	if err != nil {
+		return time.Time{}, err
+	}
+	if u := v.UTC(); u.Hour() != 23 || u.Minute() != 59 {
+		return time.Time{}, errors.New("second 60 outside the last minute of a UTC day")
+	}
+	return v.Add(time.Second), nil
 }
 
 // Nullable is a field of a partial update that can be left out, set to null,

@@ -771,6 +771,16 @@ func TestTimestamp(t *testing.T) {
 		{in: "2026-07-20T18:00:00.000Z", want: time.Date(2026, 7, 20, 18, 0, 0, 0, time.UTC)},
 		{in: "2026-07-20T18:00:00Z", want: time.Date(2026, 7, 20, 18, 0, 0, 0, time.UTC)},
 		{in: "2026-07-20T20:00:00.5+02:00", want: time.Date(2026, 7, 20, 18, 0, 0, 500_000_000, time.UTC)},
+		// A leap second reads as the next second, the first of the next
+		// day; second 60 anywhere but the last minute of a UTC day is
+		// none, and refused.
+		{in: "2016-12-31T23:59:60.000Z", want: time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{in: "2016-12-31T23:59:60.500Z", want: time.Date(2017, 1, 1, 0, 0, 0, 500_000_000, time.UTC)},
+		{in: "2016-12-31T23:59:60Z", want: time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{in: "2016-12-31T18:59:60-05:00", want: time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{in: "2016-12-31T23:59:60+01:00", wantErr: true},
+		{in: "2026-07-20T18:00:60.000Z", wantErr: true},
+		{in: "2016-12-31T23:59:61.000Z", wantErr: true},
 		{in: "2026-07-20 18:00:00", wantErr: true},
 		{in: "2026-07-20", wantErr: true},
 		{in: "", wantErr: true},
