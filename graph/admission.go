@@ -15,8 +15,9 @@ import (
 // Admission: one caller must not take the gateway from the others.
 //
 // Every request to the endpoint is admitted before any of its work starts,
-// before its body is read. Two bounds apply, each from admission to the
-// end of the answer:
+// once its body has arrived (readFirst: a place bounds work, not a slow
+// client's sending). Two bounds apply, each from admission to the end of
+// the answer:
 //
 //   - at most total requests are in flight in all (-requests-in-flight,
 //     32 by default; 0: no such bound), which bounds the memory of work in
@@ -27,7 +28,8 @@ import (
 // A request over either bound waits in line: its caller's requests in the
 // order they came, and the callers in turn (round robin) for each place
 // that frees under the total bound, so that a caller with many requests
-// waiting delays another only by its share. A request not admitted by its
+// waiting delays another only by its share; a caller's requests join its
+// line in the order their bodies arrive. A request not admitted by its
 // deadline is answered 504 REQUEST_TIMEOUT at the deadline; nothing of it
 // has run.
 //

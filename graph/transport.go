@@ -135,42 +135,64 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 }
 
 // params reads the request's GraphQL parameters and the trusted document
-// it names, if any, or says why it cannot.
+// it names, if any, or says why it cannot. A POST's body is the one
+// readFirst read before the request was admitted, when it did.
 func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey bool) (*graphql.RawParams, string, *requestError) {
-	if len(r.Header.Values("Authorization")) > 1 {
-		return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, "send the API key in one Authorization header")
+	limit := bodyLimit(t.maxBody, hasKey)
+	if rerr := checkHTTP(r, limit, hasKey); rerr != nil {
+		if rerr.err.Code == codes.MethodNotAllowed {
+			w.Header().Set("Allow", "GET, POST, OPTIONS")
+		}
+		return nil, "", rerr
 	}
-	limit := t.maxBody
+	if r.Method == http.MethodGet {
+		return paramsFromURL(r)
+	}
+	buf, err := takeBody(w, r, limit)
+	defer putBody(buf)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
+	}
+	if err != nil {
+		return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, "the request body could not be read")
+	}
+	return paramsFromBody(r, *buf)
+}
+
+// bodyLimit is the most a request's body (or a GET's query string) may
+// hold: maxBody, and no more than NoKeyMaxBodyBytes without a key.
+func bodyLimit(maxBody int64, hasKey bool) int64 {
 	if !hasKey {
-		limit = min(limit, NoKeyMaxBodyBytes)
+		return min(maxBody, NoKeyMaxBodyBytes)
+	}
+	return maxBody
+}
+
+// checkHTTP checks what of a request its headers tell, before any of its
+// body is read: one Authorization header, the method, a POST's media type
+// and Content-Length, and a GET's query string, against limit.
+func checkHTTP(r *http.Request, limit int64, hasKey bool) *requestError {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return refuse(http.StatusBadRequest, codes.BadRequest, "send the API key in one Authorization header")
 	}
 	switch r.Method {
 	case http.MethodGet:
 		if int64(len(r.URL.RawQuery)) > limit {
-			return nil, "", refuse(http.StatusRequestURITooLong, codes.RequestTooLarge, tooLarge("query string", limit, hasKey))
+			return refuse(http.StatusRequestURITooLong, codes.RequestTooLarge, tooLarge("query string", limit, hasKey))
 		}
-		return paramsFromURL(r)
+		return nil
 	case http.MethodPost:
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			return nil, "", refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the request as Content-Type: application/json")
+			return refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the request as Content-Type: application/json")
 		}
 		if r.ContentLength > limit {
-			return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
+			return refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
 		}
-		buf, err := readBody(w, r, limit)
-		defer putBody(buf)
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
-		}
-		if err != nil {
-			return nil, "", refuse(http.StatusBadRequest, codes.BadRequest, "the request body could not be read")
-		}
-		return paramsFromBody(r, *buf)
+		return nil
 	}
-	w.Header().Set("Allow", "GET, POST, OPTIONS")
-	return nil, "", refuse(http.StatusMethodNotAllowed, codes.MethodNotAllowed, "send GraphQL with GET or POST")
+	return refuse(http.StatusMethodNotAllowed, codes.MethodNotAllowed, "send GraphQL with GET or POST")
 }
 
 // Request bodies are read into buffers of a pool, each once and whole,

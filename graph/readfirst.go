@@ -1,0 +1,90 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/costgw/gateway/graph/codes"
+)
+
+// A place in admission bounds work, not waiting on a client: a client that
+// sends its body a byte a second must not hold a place while it does. So
+// readFirst, before the request is admitted, reads the body by the
+// request's deadline:
+//
+//   - the body must have arrived by the deadline: the connection's read
+//     deadline is the request's while it is read (not the server's fixed
+//     ReadTimeout); a body still arriving then is answered 504
+//     REQUEST_TIMEOUT at once, with Connection: close, and is never
+//     admitted;
+//   - the body is read whole, up to its limit (bodyLimit), into a buffer
+//     the transport decodes once the request is admitted. What the headers
+//     tell (checkHTTP: the method, media type, Content-Length) is checked
+//     before; a request they refuse is not read, and, like a body too large
+//     or that could not be read, is answered by the transport once
+//     admitted, so that it counts toward its caller's pace as before.
+//
+// A request waiting in line thus holds its body (at most NoKeyMaxBodyBytes
+// without a key, maxBody with one), where it used to hold only its
+// headers: see docs/security.md.
+func readFirst(maxBody int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dl, hasDeadline := r.Context().Deadline()
+		rc := http.NewResponseController(w)
+		_, hasKey := BearerKey(r)
+		limit := bodyLimit(maxBody, hasKey)
+		if r.Method != http.MethodPost || checkHTTP(r, limit, hasKey) != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if hasDeadline {
+			// ErrNotSupported (a recorder in tests): nothing to bound.
+			_ = rc.SetReadDeadline(dl)
+		}
+		b := &earlyBody{}
+		b.buf, b.err = readBody(w, r, limit)
+		if hasDeadline {
+			// Once the body is read, net/http reads on in the background to
+			// see the client go; a read deadline that passes then would
+			// cancel the connection's context. The handler has its own.
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		defer func() { putBody(b.buf) }() // unless the transport took it
+		if b.err != nil && (errors.Is(b.err, os.ErrDeadlineExceeded) || hasDeadline && !time.Now().Before(dl)) {
+			w.Header().Set("Connection", "close")
+			ctx := r.Context()
+			if InfoFrom(ctx) == nil {
+				ctx, _ = WithInfo(ctx)
+			}
+			refuseRequest(w, r.WithContext(ctx), http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout,
+				"the request body had not arrived by the request's deadline"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), earlyBodyKey{}, b)))
+	})
+}
+
+// earlyBody is a request body readFirst read, or the error that ended the
+// read, for the transport to take.
+type earlyBody struct {
+	buf *[]byte
+	err error
+}
+
+type earlyBodyKey struct{}
+
+// takeBody returns the request's body as readFirst read it, and the buffer
+// to give back with putBody; a request readFirst did not read (the
+// transport served without it) is read here.
+func takeBody(w http.ResponseWriter, r *http.Request, limit int64) (*[]byte, error) {
+	b, _ := r.Context().Value(earlyBodyKey{}).(*earlyBody)
+	if b == nil {
+		return readBody(w, r, limit)
+	}
+	buf := b.buf
+	b.buf = nil
+	return buf, b.err
+}
