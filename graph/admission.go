@@ -16,8 +16,8 @@ import (
 //
 // Every request to the endpoint is admitted before any of its work starts,
 // once its body has arrived (readFirst: a place bounds work, not a slow
-// client's sending). Two bounds apply, each from admission to the end of
-// the answer:
+// client's sending; the answer's writing is bounded by the deadline). Two
+// bounds apply, each from admission to the end of the answer:
 //
 //   - at most total requests are in flight in all (-requests-in-flight,
 //     32 by default; 0: no such bound), which bounds the memory of work in

@@ -10,16 +10,25 @@ import (
 	"github.com/costgw/gateway/graph/codes"
 )
 
+// writeMargin is how long after the deadline guard's own answer is due
+// (the deadline and deadlineGrace) the connection still takes the answer's
+// bytes; then writing stops, whatever the client has taken of it.
+const writeMargin = time.Second
+
 // A place in admission bounds work, not waiting on a client: a client that
-// sends its body a byte a second must not hold a place while it does. So
-// readFirst, before the request is admitted, reads the body by the
-// request's deadline:
+// sends its body a byte a second, or never reads its answer, must not hold
+// a place while it does. So readFirst, before the request is admitted,
+// bounds the connection's I/O by the request's deadline and reads the body:
 //
 //   - the body must have arrived by the deadline: the connection's read
 //     deadline is the request's while it is read (not the server's fixed
 //     ReadTimeout); a body still arriving then is answered 504
 //     REQUEST_TIMEOUT at once, with Connection: close, and is never
 //     admitted;
+//   - the answer must have been written by the deadline, deadlineGrace
+//     and writeMargin: the connection's write deadline is set so, and a
+//     client that does not take its answer by then has it cut off (the
+//     access log says so), which ends the handler and frees its place;
 //   - the body is read whole, up to its limit (bodyLimit), into a buffer
 //     the transport decodes once the request is admitted. What the headers
 //     tell (checkHTTP: the method, media type, Content-Length) is checked
@@ -34,6 +43,10 @@ func readFirst(maxBody int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, hasDeadline := r.Context().Deadline()
 		rc := http.NewResponseController(w)
+		if hasDeadline {
+			// ErrNotSupported (a recorder in tests): nothing to bound.
+			_ = rc.SetWriteDeadline(dl.Add(deadlineGrace + writeMargin))
+		}
 		_, hasKey := BearerKey(r)
 		limit := bodyLimit(maxBody, hasKey)
 		if r.Method != http.MethodPost || checkHTTP(r, limit, hasKey) != nil {
@@ -41,7 +54,6 @@ func readFirst(maxBody int64, next http.Handler) http.Handler {
 			return
 		}
 		if hasDeadline {
-			// ErrNotSupported (a recorder in tests): nothing to bound.
 			_ = rc.SetReadDeadline(dl)
 		}
 		b := &earlyBody{}

@@ -6,10 +6,12 @@ package httpx
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -18,11 +20,13 @@ import (
 	"github.com/google/uuid"
 )
 
-// Recorder remembers the status and size of a response.
+// Recorder remembers the status and size of a response, and the first
+// error writing it.
 type Recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	err    error
 }
 
 // NewRecorder wraps w.
@@ -33,6 +37,10 @@ func (w *Recorder) Status() int { return w.status }
 
 // Bytes is the size of the body written so far.
 func (w *Recorder) Bytes() int64 { return w.bytes }
+
+// Err is the first error writing the body: the answer was cut off there
+// (the connection's write deadline passed, or the client went away).
+func (w *Recorder) Err() error { return w.err }
 
 // WriteHeader records the first final status.
 func (w *Recorder) WriteHeader(code int) {
@@ -48,6 +56,9 @@ func (w *Recorder) Write(b []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
 	return n, err
 }
 
@@ -164,6 +175,8 @@ func AccessLog(log *slog.Logger, o AccessLogOptions, next http.Handler) http.Han
 			switch {
 			case status >= 500:
 				level = slog.LevelError
+			case rec.err != nil:
+				level = slog.LevelWarn
 			case quiet[r.URL.Path]:
 				level = slog.LevelDebug
 			}
@@ -180,8 +193,11 @@ func AccessLog(log *slog.Logger, o AccessLogOptions, next http.Handler) http.Han
 				slog.Int("status", status),
 				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 				slog.Int64("bytes", rec.bytes))
-			if status == 0 {
+			switch {
+			case status == 0:
 				attrs = append(attrs, slog.String("note", "the handler wrote nothing: the connection was dropped, or an empty 200 went out"))
+			case rec.err != nil:
+				attrs = append(attrs, slog.Bool("cut_off", true), slog.String("note", cutOffNote(rec.err)))
 			}
 			if o.Attrs != nil {
 				attrs = append(attrs, o.Attrs(r)...)
@@ -206,6 +222,15 @@ func AccessLog(log *slog.Logger, o AccessLogOptions, next http.Handler) http.Han
 		next.ServeHTTP(rec, r)
 		line(rec.status)
 	})
+}
+
+// cutOffNote says why an answer was cut off, from the error that stopped
+// writing it.
+func cutOffNote(err error) string {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return "the answer was cut off: the client had not taken it by the request's deadline"
+	}
+	return "the answer was cut off: the connection failed while it was written"
 }
 
 // Deadline gives every request a deadline; work done under the request's
