@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,5 +195,46 @@ func TestServeAnswersARequestBeingSentAtShutdown(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
 		c.Close()
 		t.Error("a new connection was accepted after the shutdown began")
+	}
+}
+
+// failingWriter is a ResponseWriter whose body writes fail with err.
+type failingWriter struct {
+	*httptest.ResponseRecorder
+	err error
+}
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// TestAccessLogSaysAnAnswerWasCutOff: an answer whose writing failed is
+// not logged as a plain 200: its line is a warning with cut_off and a note
+// saying why, a passed write deadline told apart from a failed connection.
+func TestAccessLogSaysAnAnswerWasCutOff(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		err  error
+		note string
+	}{
+		{"write deadline", fmt.Errorf("write tcp: %w", os.ErrDeadlineExceeded), "had not taken it by the request's deadline"},
+		{"connection gone", fmt.Errorf("write tcp: %w", syscall.EPIPE), "the connection failed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			logs := &testlog.Buffer{}
+			log := slog.New(slog.NewJSONHandler(logs, nil))
+			h := AccessLog(log, AccessLogOptions{}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = io.WriteString(w, "a large answer")
+			}))
+			h.ServeHTTP(failingWriter{httptest.NewRecorder(), tt.err}, httptest.NewRequest(http.MethodPost, "/graphql", nil))
+			lines := logs.JSONLines(t)
+			if len(lines) != 1 {
+				t.Fatalf("%d lines:\n%s", len(lines), logs)
+			}
+			l := lines[0]
+			if l["level"] != "WARN" || l["status"] != 200.0 || l["cut_off"] != true || !strings.Contains(fmt.Sprint(l["note"]), tt.note) {
+				t.Errorf("access line %v, want a warning with cut_off and a note that %q", l, tt.note)
+			}
+		})
 	}
 }
