@@ -33,9 +33,10 @@ type Config struct {
 	CursorSecret string
 	// UpstreamTimeout bounds one attempt of one upstream call.
 	UpstreamTimeout time.Duration
-	// RequestTimeout bounds one request to the gateway, all its upstream calls
-	// and retries included: what has not finished by then fails with an error
-	// (UPSTREAM_UNAVAILABLE) instead of hanging.
+	// RequestTimeout bounds one request to the gateway, receiving its body
+	// and all its upstream calls and retries included: what has not finished
+	// by then fails with an error (UPSTREAM_UNAVAILABLE) instead of hanging,
+	// and an answer its client has not taken 2 s after it is cut off.
 	RequestTimeout time.Duration
 	// CORSOrigins are the browser origins allowed to call the gateway from
 	// another origin: exact origins (https://app.example.com), patterns with
@@ -162,7 +163,7 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.StringVar(&c.Upstream, "upstream", "", "base `URL` of the Cost Management API; empty runs the built-in simulator")
 	fs.StringVar(&c.CursorSecret, "cursor-secret", "", "`secret` that signs connection cursors; empty means random per process")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", upstream.DefaultTimeout, "timeout of one upstream call attempt")
-	fs.DurationVar(&c.RequestTimeout, "request-timeout", DefaultRequestTimeout, "deadline of one request, all its upstream calls included")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", DefaultRequestTimeout, "deadline of one request: receiving its body, all its upstream calls, and writing its answer (cut off 2s after)")
 	fs.Var(cors, "cors-origins", "comma-separated `origins` allowed to call from a browser on another origin: exact, with one *, "+
 		"\"localhost\" (any port on localhost, 127.0.0.1, [::1]) or \"*\"; default localhost on the simulator, none against -upstream")
 	allowed := &listValue{list: &c.CORSAllowedHeaders, def: DefaultCORSAllowedHeaders}

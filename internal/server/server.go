@@ -221,7 +221,9 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 								httpx.Deadline(cfg.RequestTimeout, mux))),
 						mux, probePaths...)))),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		// The bounds of the other routes: on /graphql the request's deadline
+		// bounds the body's read and the answer's writing (graph's readFirst).
+		ReadTimeout: 30 * time.Second,
 		// Longer than any request may take, so a deadline answer is written.
 		WriteTimeout: cfg.RequestTimeout + 10*time.Second,
 		IdleTimeout:  120 * time.Second,
