@@ -99,6 +99,38 @@ type admission struct {
 	turns    []*callerLine // callers with a request that may take a place, in turn
 	verified *simplelru.LRU[callerID, struct{}]
 	paces    *simplelru.LRU[callerID, *pace] // callers refused lately
+	bodies   map[callerID]int64              // bytes of bodies each caller holds (holdBody)
+}
+
+// MaxCallerBodyBytes bounds the bytes of request bodies one caller holds in
+// the gateway at once. A body is read before its request is admitted
+// (readFirst), so a request waiting in line holds it: without a bound, a
+// flood of large bodies from one caller (every request without a key, or
+// made-up keys, which are one caller each) waiting for their turn would
+// hold as much memory as it sent. Past the bound a request is refused at
+// once, 429 RATE_LIMITED, before its body is read: 16 MiB is 32 bodies at
+// the default -max-body-bytes, or thousands of the few kilobytes real
+// requests send, waiting for one caller.
+const MaxCallerBodyBytes = 16 << 20
+
+// holdBody takes n bytes of id's bound on bodies (MaxCallerBodyBytes), and
+// reports whether they were free; dropBody gives them back.
+func (a *admission) holdBody(id callerID, n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bodies[id]+n > MaxCallerBodyBytes {
+		return false
+	}
+	a.bodies[id] += n
+	return true
+}
+
+func (a *admission) dropBody(id callerID, n int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bodies[id] -= n; a.bodies[id] <= 0 {
+		delete(a.bodies, id)
+	}
 }
 
 // pace is the refusal allowance of a caller: a token bucket of refusals.
@@ -139,7 +171,7 @@ func newAdmission(perCaller, total, refusals int) *admission {
 	v, _ := simplelru.NewLRU[callerID, struct{}](verifiedKeys, nil)
 	p, _ := simplelru.NewLRU[callerID, *pace](verifiedKeys+2, nil)
 	return &admission{perCaller: perCaller, total: total, refusals: refusals, seed: maphash.MakeSeed(),
-		now: time.Now, callers: map[callerID]*callerLine{}, verified: v, paces: p}
+		now: time.Now, callers: map[callerID]*callerLine{}, verified: v, paces: p, bodies: map[callerID]int64{}}
 }
 
 // caller is the caller of a request: its key's own caller once the key is

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/upstream/sim"
 )
@@ -195,5 +197,65 @@ func TestPacingCountsOnlyAnswersWithoutData(t *testing.T) {
 	}
 	if n := len(got); n < 4 || got[n-1] != "504 REQUEST_TIMEOUT" {
 		t.Errorf("answers without data in a row: %q, want three or more BAD_USER_INPUT, then 504 REQUEST_TIMEOUT", got)
+	}
+}
+
+// The bodies of one caller's requests waiting for their turn are bounded
+// (MaxCallerBodyBytes): past the bound, a request of that caller is refused
+// at once, 429 RATE_LIMITED, unread, and another caller's is not. (Read
+// before admission, 40 bodies of 512 KiB from made-up keys, one caller,
+// waited in line holding 20 MiB; a thousand would hold 512 MiB.)
+func TestWaitingBodiesOfACallerAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmission(0, 1))
+	e.mustQuery(t, sim.DemoKey, slowQuery, nil, nil) // the keys are accepted
+	e.mustQuery(t, sim.OtherOrgKey, slowQuery, nil, nil)
+	e.sim.SetLatency(sim.Latency{Fixed: time.Second})
+	body := bytes.Repeat([]byte(" "), int(graph.DefaultMaxBodyBytes)-64)
+	copy(body, `{"query": "{ __typename }"}`)
+	post := func(key string) int {
+		req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if rec.Code == http.StatusTooManyRequests {
+			if r := decode(t, rec); r.code(t) != string(codes.RateLimited) || rec.Header().Get("Retry-After") == "" {
+				t.Errorf("a refused body: %s %v", r.raw, rec.Header())
+			}
+		}
+		return rec.Code
+	}
+	var busy timedQuery
+	held := int(graph.MaxCallerBodyBytes / int64(len(body)))
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	concurrently(100*time.Millisecond,
+		func() { busy = e.timed(t, context.Background(), sim.DemoKey, slowQuery) }, // holds the one place
+		func() {
+			var wg sync.WaitGroup
+			for i := range held + 8 {
+				wg.Go(func() {
+					s := post(fmt.Sprintf("made-up-key-%d", i))
+					mu.Lock()
+					statuses[s]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+		},
+		func() {
+			// Another caller's large body is still read, and waits its turn.
+			if s := post(sim.OtherOrgKey); s == http.StatusTooManyRequests {
+				t.Error("another caller's body was refused")
+			}
+		},
+	)
+	if statuses[http.StatusTooManyRequests] != 8 {
+		t.Errorf("answers to %d bodies of %d KiB from made-up keys: %v, want 8 refused 429 past the bound of %d MiB",
+			held+8, len(body)>>10, statuses, graph.MaxCallerBodyBytes>>20)
+	}
+	if len(busy.r.Errors) > 0 {
+		t.Errorf("the request in flight: %s", busy.r.raw)
 	}
 }

@@ -165,7 +165,7 @@ func NewHandler(o Options) http.Handler {
 	}
 	// The body is read, by the request's deadline, before the request is
 	// admitted: a place bounds work, not a client's I/O (readfirst.go).
-	return private(readFirst(maxBody, guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
+	return private(readFirst(maxBody, adm, guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
 }
 
 // private marks every answer of the endpoint as one no cache may keep:

@@ -38,8 +38,9 @@ const writeMargin = time.Second
 //
 // A request waiting in line thus holds its body (at most NoKeyMaxBodyBytes
 // without a key, maxBody with one), where it used to hold only its
-// headers: see docs/security.md.
-func readFirst(maxBody int64, next http.Handler) http.Handler {
+// headers; each caller's are bounded by MaxCallerBodyBytes, past which its
+// requests are refused 429 unread (docs/security.md).
+func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, hasDeadline := r.Context().Deadline()
 		rc := http.NewResponseController(w)
@@ -53,6 +54,20 @@ func readFirst(maxBody int64, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// The body's bytes are the caller's while the request is here; a
+		// caller holding MaxCallerBodyBytes already is refused unread.
+		held := limit
+		if r.ContentLength >= 0 && r.ContentLength < held {
+			held = r.ContentLength // net/http reads no more than it says
+		}
+		id, _ := adm.caller(r)
+		if !adm.holdBody(id, held) {
+			w.Header().Set("Retry-After", "1")
+			refuseEarly(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
+				"this caller's requests waiting for their turn hold %d MiB of bodies, the most one caller may; send it again later", MaxCallerBodyBytes>>20))
+			return
+		}
+		defer adm.dropBody(id, held)
 		if hasDeadline {
 			_ = rc.SetReadDeadline(dl)
 		}
@@ -67,16 +82,22 @@ func readFirst(maxBody int64, next http.Handler) http.Handler {
 		defer func() { putBody(b.buf) }() // unless the transport took it
 		if b.err != nil && (errors.Is(b.err, os.ErrDeadlineExceeded) || hasDeadline && !time.Now().Before(dl)) {
 			w.Header().Set("Connection", "close")
-			ctx := r.Context()
-			if InfoFrom(ctx) == nil {
-				ctx, _ = WithInfo(ctx)
-			}
-			refuseRequest(w, r.WithContext(ctx), http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout,
+			refuseEarly(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout,
 				"the request body had not arrived by the request's deadline"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), earlyBodyKey{}, b)))
 	})
+}
+
+// refuseEarly refuses a request before it is admitted, with its outcome
+// in its Info as for any other.
+func refuseEarly(w http.ResponseWriter, r *http.Request, status int, err *codes.Error) {
+	if InfoFrom(r.Context()) == nil {
+		ctx, _ := WithInfo(r.Context())
+		r = r.WithContext(ctx)
+	}
+	refuseRequest(w, r, status, err)
 }
 
 // earlyBody is a request body readFirst read, or the error that ended the
