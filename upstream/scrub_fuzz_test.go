@@ -20,6 +20,8 @@ func FuzzScrub(f *testing.F) {
 		"SK-LIVE-0123456789ABCDEF", "dial tcp 10.0.0.7:443: connect: connection refused",
 		"lookup API.INTERNAL.EXAMPLE on [fe80::1]:53: no such host", "bearer=sk-live-0123456789abcdef",
 		"sk-live-0123456789abcdefsk-live-0123456789abcdef", "x\x00y\u2028z\xff", "h://", "api.internal.example",
+		"req_01HZX3", "550e8400-e29b-41d4-a716-446655440000", "req-SK-LIVE-0123456789ABCDEF", "authorization:x",
+		"Host=1", "id-10.0.0.7:443", "API.INTERNAL.EXAMPLE:8443", "a.b:c_d-e",
 	} {
 		f.Add(s)
 	}
@@ -58,6 +60,12 @@ func FuzzScrub(f *testing.F) {
 		for i := 0; i < len(strings.TrimSuffix(id, "…")); i++ {
 			if c := id[i]; !isTokenByte(c) && c != '%' {
 				t.Fatalf("requestID(%q) = %q holds %q", in, id, c)
+			}
+		}
+		// The short way for a token keeps or drops it as the full way does.
+		if fast, ok := sc.tokenRequestID(in); ok {
+			if full := sc.escapedRequestID(in); fast != full {
+				t.Fatalf("requestID(%q): %q the short way, %q the full way", in, fast, full)
 			}
 		}
 	})
