@@ -103,14 +103,17 @@ type admission struct {
 }
 
 // MaxCallerBodyBytes bounds the bytes of request bodies one caller holds in
-// the gateway at once. A body is read before its request is admitted
-// (readFirst), so a request waiting in line holds it: without a bound, a
-// flood of large bodies from one caller (every request without a key, or
-// made-up keys, which are one caller each) waiting for their turn would
-// hold as much memory as it sent. Past the bound a request is refused at
-// once, 429 RATE_LIMITED, before its body is read: 16 MiB is 32 bodies at
-// the default -max-body-bytes, or thousands of the few kilobytes real
-// requests send, waiting for one caller.
+// the gateway at once, from their arrival until they are decoded. A body is
+// read before its request is admitted (readFirst), so a request waiting in
+// line holds it: without a bound, a flood of large bodies from one caller
+// (every request without a key, or made-up keys, which are one caller each)
+// waiting for their turn would hold as much memory as it sent. Past the
+// bound the read stops and the request is refused at once, 429
+// RATE_LIMITED. What is counted is what arrived, not what Content-Length
+// announced, so a connection that announces a body and sends none holds
+// nothing of it (and a buffer of 16 KiB: the buffer grows as the body
+// arrives, to at most four times what did). 16 MiB is 32 bodies at the default -max-body-bytes, or
+// thousands of the few kilobytes real requests send, for one caller.
 const MaxCallerBodyBytes = 16 << 20
 
 // holdBody takes n bytes of id's bound on bodies (MaxCallerBodyBytes), and

@@ -54,33 +54,32 @@ func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// The body's bytes are the caller's while the request is here; a
-		// caller holding MaxCallerBodyBytes already is refused unread.
-		held := limit
-		if r.ContentLength >= 0 && r.ContentLength < held {
-			held = r.ContentLength // net/http reads no more than it says
-		}
+		// The body's bytes are the caller's from their arrival until they
+		// are decoded: a caller that holds MaxCallerBodyBytes already is
+		// refused, as soon as more of its bytes arrive. What is counted is
+		// what arrived, not what Content-Length announced, so a connection
+		// that sends headers and waits holds nothing of its caller's.
 		id, _ := adm.caller(r)
-		if !adm.holdBody(id, held) {
-			w.Header().Set("Retry-After", "1")
-			refuseEarly(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
-				"this caller's requests waiting for their turn hold %d MiB of bodies, the most one caller may; send it again later", MaxCallerBodyBytes>>20))
-			return
-		}
-		defer adm.dropBody(id, held)
+		b := &earlyBody{adm: adm, id: id}
 		if hasDeadline {
 			_ = rc.SetReadDeadline(dl)
 		}
-		b := &earlyBody{}
-		b.buf, b.err = readBody(w, r, limit)
+		b.buf, b.err = readBody(w, r, limit, b.hold)
 		if hasDeadline {
 			// Once the body is read, net/http reads on in the background to
 			// see the client go; a read deadline that passes then would
 			// cancel the connection's context. The handler has its own.
 			_ = rc.SetReadDeadline(time.Time{})
 		}
-		defer func() { putBody(b.buf) }() // unless the transport took it
-		if b.err != nil && (errors.Is(b.err, os.ErrDeadlineExceeded) || hasDeadline && !time.Now().Before(dl)) {
+		defer b.done() // unless the transport took the body
+		switch {
+		case errors.Is(b.err, errCallerBodies):
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+			refuseEarly(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
+				"this caller's requests hold %d MiB of bodies not yet decoded, the most one caller may; send it again later", MaxCallerBodyBytes>>20))
+			return
+		case b.err != nil && (errors.Is(b.err, os.ErrDeadlineExceeded) || hasDeadline && !time.Now().Before(dl)):
 			w.Header().Set("Connection", "close")
 			refuseEarly(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout,
 				"the request body had not arrived by the request's deadline"))
@@ -89,6 +88,10 @@ func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), earlyBodyKey{}, b)))
 	})
 }
+
+// errCallerBodies ends the read of a body whose caller holds
+// MaxCallerBodyBytes of bodies already.
+var errCallerBodies = errors.New("the caller holds too many bytes of bodies")
 
 // refuseEarly refuses a request before it is admitted, with its outcome
 // in its Info as for any other.
@@ -101,23 +104,45 @@ func refuseEarly(w http.ResponseWriter, r *http.Request, status int, err *codes.
 }
 
 // earlyBody is a request body readFirst read, or the error that ended the
-// read, for the transport to take.
+// read, for the transport to take, with the bytes of its caller's bound
+// (admission.holdBody) it holds until it is given back.
 type earlyBody struct {
-	buf *[]byte
-	err error
+	buf  *[]byte
+	err  error
+	adm  *admission
+	id   callerID
+	held int64
+}
+
+// hold takes the n bytes that arrived from the caller's bound.
+func (b *earlyBody) hold(n int) bool {
+	if !b.adm.holdBody(b.id, int64(n)) {
+		return false
+	}
+	b.held += int64(n)
+	return true
+}
+
+// done gives the buffer back, and its bytes to the caller's bound.
+func (b *earlyBody) done() {
+	putBody(b.buf)
+	b.buf = nil
+	if b.held > 0 {
+		b.adm.dropBody(b.id, b.held)
+		b.held = 0
+	}
 }
 
 type earlyBodyKey struct{}
 
-// takeBody returns the request's body as readFirst read it, and the buffer
-// to give back with putBody; a request readFirst did not read (the
+// takeBody returns the request's body as readFirst read it, and done, which
+// gives it back once it is decoded; a request readFirst did not read (the
 // transport served without it) is read here.
-func takeBody(w http.ResponseWriter, r *http.Request, limit int64) (*[]byte, error) {
+func takeBody(w http.ResponseWriter, r *http.Request, limit int64) (buf *[]byte, done func(), err error) {
 	b, _ := r.Context().Value(earlyBodyKey{}).(*earlyBody)
 	if b == nil {
-		return readBody(w, r, limit)
+		buf, err = readBody(w, r, limit, nil)
+		return buf, func() { putBody(buf) }, err
 	}
-	buf := b.buf
-	b.buf = nil
-	return buf, b.err
+	return b.buf, b.done, b.err
 }

@@ -148,8 +148,8 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 	if r.Method == http.MethodGet {
 		return paramsFromURL(r)
 	}
-	buf, err := takeBody(w, r, limit)
-	defer putBody(buf)
+	buf, done, err := takeBody(w, r, limit)
+	defer done()
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))
@@ -205,14 +205,24 @@ var bodyPool sync.Pool // of *[]byte
 // garbage collector.
 const pooledBodyBytes = 1 << 20
 
+// firstBodyBuffer bounds the room made for a body before any of it has
+// arrived: requests are a few kilobytes, and a larger body grows its buffer
+// as it arrives.
+const firstBodyBuffer = 16 << 10
+
 // readBody reads the request body, at most limit bytes (an error wrapping
 // *http.MaxBytesError above it), into a buffer to give back with putBody.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*[]byte, error) {
-	size := int64(512)
-	if r.ContentLength > 0 {
-		size = r.ContentLength + 1 // +1: the read that sees the end
+// hold, when not nil, is told of the bytes of each read as they arrive; the
+// read ends with errCallerBodies when it says no.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, hold func(n int) bool) (*[]byte, error) {
+	most := limit + 1 // +1: the read that sees the end
+	if r.ContentLength >= 0 {
+		most = min(most, r.ContentLength+1)
 	}
-	size = min(size, limit+1)
+	// What Content-Length announces is made room for up to
+	// firstBodyBuffer; past that the room grows as the body arrives, so
+	// that a client that announces much and sends little holds little.
+	size := min(most, firstBodyBuffer)
 	bp, _ := bodyPool.Get().(*[]byte)
 	if bp == nil || int64(cap(*bp)) < size {
 		if bp != nil {
@@ -225,10 +235,23 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*[]byte, err
 	body := http.MaxBytesReader(w, r.Body, limit)
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // grow
+			// Twice the room, or all of it once a quarter has arrived:
+			// the buffer is at most four times what arrived (and 16 KiB),
+			// and a body costs its buffer about 1.5 times, not 2.
+			room := 2 * int64(cap(buf))
+			if int64(len(buf)) >= most/4 {
+				room = most
+			}
+			grown := make([]byte, len(buf), max(min(room, most), int64(cap(buf))+512))
+			copy(grown, buf)
+			buf = grown
 		}
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if n > 0 && hold != nil && !hold(n) {
+			*bp = buf
+			return bp, errCallerBodies
+		}
 		if err == io.EOF {
 			break
 		}
