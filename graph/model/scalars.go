@@ -184,10 +184,12 @@ func MarshalJSONValue(v json.RawMessage) graphql.ContextMarshaler {
 // UnmarshalJSONValue accepts an input value nested at most MaxJSONDepth deep
 // and at most MaxJSONBytes encoded, and returns it as raw JSON. Under a
 // context from WithJSONBudget the value is also charged to its request's
-// budget: a request's JSON inputs together are at most MaxJSONInputBytes.
+// budget: a request's JSON inputs together are at most MaxJSONInputBytes,
+// each use counted, as each use is encoded, and sent upstream, on its own
+// (one $filters given to four Explorer fields is charged four times).
 //
 // The value is measured before it is encoded, and the measure stops as soon
-// as it is over a bound: a variable is one value however many times the
+// as it is over a bound: a variable is sent once however many times the
 // document names it, so `[$x, $x, …]` on a 60 KB $x stands for a value of
 // gigabytes that must not be built to be refused.
 func UnmarshalJSONValue(ctx context.Context, v any) (json.RawMessage, error) {
