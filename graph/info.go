@@ -29,6 +29,9 @@ type Info struct {
 	estimated int
 	answered  bool
 	data      json.RawMessage // the data of an answer with errors, for Refused
+	// callers is set for an answer whose code is not the caller's alone
+	// in general but is here (a 429 for its caller's bodies): Refused.
+	callers bool
 }
 
 type infoKey struct{}
@@ -147,7 +150,18 @@ func (i *Info) Refused() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	c, _ := i.code.Info()
-	return i.answered && c.Caller && !hasRootValue(i.data)
+	return i.answered && (c.Caller || i.callers) && !hasRootValue(i.data)
+}
+
+// callersFault records that the request is refused through its caller's
+// fault alone, whatever its code says in general.
+func (i *Info) callersFault() {
+	if i == nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.callers = true
 }
 
 // Refuse records that the request was answered with the code c before the

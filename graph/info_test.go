@@ -3,6 +3,8 @@ package graph
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/costgw/gateway/graph/codes"
 )
 
 // An answer has data when a root field is not null.
@@ -45,5 +47,22 @@ func TestCostInfoJSON(t *testing.T) {
 		if got, _ := json.Marshal(map[string]any{"cost": c}); string(got) != string(want) {
 			t.Errorf("%+v marshalled: %s, want %s", c, got, want)
 		}
+	}
+}
+
+// A 429 is a refusal for pacing only when it is the caller's fault alone
+// (its bodies past MaxCallerBodyBytes), not the rate limit's.
+func TestRefusedCountsACallersFault(t *testing.T) {
+	t.Parallel()
+	limited := &Info{}
+	limited.refused(codes.RateLimited)
+	if limited.Refused() {
+		t.Error("a 429 of the rate limit counts as a refusal for pacing")
+	}
+	bodies := &Info{}
+	bodies.callersFault()
+	bodies.refused(codes.RateLimited)
+	if !bodies.Refused() {
+		t.Error("a 429 for the caller's bodies does not count as a refusal for pacing")
 	}
 }

@@ -74,11 +74,12 @@ func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {
 		defer b.done() // unless the transport took the body
 		switch {
 		case errors.Is(b.err, errCallerBodies):
-			w.Header().Set("Retry-After", "1")
-			w.Header().Set("Connection", "close") // the rest of the body is not read
-			refuseEarly(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
-				"this caller's requests hold %d MiB of bodies not yet decoded, the most one caller may; send it again later", MaxCallerBodyBytes>>20))
-			return
+			// Its bytes go back at once, and the rest is not read; it is
+			// answered 429 once admitted (the transport), so that the
+			// refusal counts toward its caller's pace: answered at once, a
+			// flood of bodies would come back at once, as fast as refused.
+			b.done()
+			w.Header().Set("Connection", "close")
 		case b.err != nil && (errors.Is(b.err, os.ErrDeadlineExceeded) || hasDeadline && !time.Now().Before(dl)):
 			w.Header().Set("Connection", "close")
 			refuseEarly(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -150,6 +151,12 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 	}
 	buf, done, err := takeBody(w, r, limit)
 	defer done()
+	if errors.Is(err, errCallerBodies) {
+		w.Header().Set("Retry-After", "1")
+		InfoFrom(r.Context()).callersFault()
+		return nil, "", refuse(http.StatusTooManyRequests, codes.RateLimited, fmt.Sprintf(
+			"this caller's requests hold %d MiB of bodies not yet decoded, the most one caller may; send it again later", MaxCallerBodyBytes>>20))
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, "", refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))

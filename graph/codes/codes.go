@@ -105,7 +105,7 @@ var registry = map[Code]Info{
 	NotFound:                {Meaning: "The object does not exist, or belongs to another organization (the two are not told apart).", Retry: Never},
 	BadUserInput:            {Meaning: "An argument is invalid: a malformed ID, cursor, date or value, variables nested deeper than any input (refused before they are decoded), or input the upstream refused.", Retry: Never, Caller: true},
 	Conflict:                {Meaning: "The idempotencyKey was used before with a different input.", Retry: Never},
-	RateLimited:             {Meaning: "The key (or all requests without a key, which share one allowance) is over the gateway's -rate-limit (HTTP 429, with Retry-After in seconds), or the caller's requests waiting for their turn hold 16 MiB of bodies already (429), or the upstream is throttling it.", Retry: Later},
+	RateLimited:             {Meaning: "The key (or all requests without a key, which share one allowance) is over the gateway's -rate-limit (HTTP 429, with Retry-After in seconds), or the caller's requests hold 16 MiB of bodies not yet decoded (429, once admitted, a refusal for pacing), or the upstream is throttling it.", Retry: Later},
 	UpstreamUnavailable:     {Meaning: "The upstream failed, did not answer in time, or is paused by the circuit breaker; or the request ran out of time.", Retry: Later},
 	UpstreamBadResponse:     {Meaning: "The upstream answered something the gateway cannot read exactly (a required member missing, a malformed body); the field is null rather than wrong.", Retry: Never},
 	Internal:                {Meaning: "A fault in the gateway; the requestId extension finds it in the gateway's log.", Retry: Never},
