@@ -32,14 +32,16 @@ const writeMargin = time.Second
 //   - the body is read whole, up to its limit (bodyLimit), into a buffer
 //     the transport decodes once the request is admitted. What the headers
 //     tell (checkHTTP: the method, media type, Content-Length) is checked
-//     before; a request they refuse is not read, and, like a body too large
-//     or that could not be read, is answered by the transport once
-//     admitted, so that it counts toward its caller's pace as before.
+//     before, and only here when the body is read; a request they refuse is
+//     not read, and, like a body too large or that could not be read, is
+//     answered by the transport once admitted, so that it counts toward its
+//     caller's pace as before.
 //
 // A request waiting in line thus holds its body (at most NoKeyMaxBodyBytes
 // without a key, maxBody with one), where it used to hold only its
-// headers; each caller's are bounded by MaxCallerBodyBytes, past which its
-// requests are refused 429 unread (docs/security.md).
+// headers; each caller's are bounded by MaxCallerBodyBytes, past which the
+// read stops and the request is answered 429 once admitted
+// (docs/security.md).
 func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, hasDeadline := r.Context().Deadline()
@@ -136,11 +138,10 @@ func (b *earlyBody) done() {
 
 type earlyBodyKey struct{}
 
-// takeBody returns the request's body as readFirst read it, and done, which
-// gives it back once it is decoded; a request readFirst did not read (the
-// transport served without it) is read here.
-func takeBody(w http.ResponseWriter, r *http.Request, limit int64) (buf *[]byte, done func(), err error) {
-	b, _ := r.Context().Value(earlyBodyKey{}).(*earlyBody)
+// takeBody returns the request's body as readFirst read it (b, from the
+// request's context), and done, which gives it back once it is decoded; a
+// request readFirst did not read (b is nil) is read here.
+func takeBody(w http.ResponseWriter, r *http.Request, b *earlyBody, limit int64) (buf *[]byte, done func(), err error) {
 	if b == nil {
 		buf, err = readBody(w, r, limit, nil)
 		return buf, func() { putBody(buf) }, err

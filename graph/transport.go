@@ -87,7 +87,10 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	media := codes.MediaType(r)
 	params.Headers = r.Header
-	ctx = withAPQSlot(withDocSlot(ctx))
+	ctx = withDocSlot(ctx)
+	if params.Extensions["persistedQuery"] != nil {
+		ctx = withAPQSlot(ctx) // what gqlgen's extension would register
+	}
 	rc, list := exec.CreateOperationContext(ctx, params)
 	if list != nil {
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), list)
@@ -140,16 +143,19 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 // readFirst read before the request was admitted, when it did.
 func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey bool) (*graphql.RawParams, string, *requestError) {
 	limit := bodyLimit(t.maxBody, hasKey)
-	if rerr := checkHTTP(r, limit, hasKey); rerr != nil {
-		if rerr.err.Code == codes.MethodNotAllowed {
-			w.Header().Set("Allow", "GET, POST, OPTIONS")
+	early, _ := r.Context().Value(earlyBodyKey{}).(*earlyBody)
+	if early == nil { // readFirst read no body: its headers are checked here
+		if rerr := checkHTTP(r, limit, hasKey); rerr != nil {
+			if rerr.err.Code == codes.MethodNotAllowed {
+				w.Header().Set("Allow", "GET, POST, OPTIONS")
+			}
+			return nil, "", rerr
 		}
-		return nil, "", rerr
+		if r.Method == http.MethodGet {
+			return paramsFromURL(r)
+		}
 	}
-	if r.Method == http.MethodGet {
-		return paramsFromURL(r)
-	}
-	buf, done, err := takeBody(w, r, limit)
+	buf, done, err := takeBody(w, r, early, limit)
 	defer done()
 	if errors.Is(err, errCallerBodies) {
 		w.Header().Set("Retry-After", "1")
@@ -202,9 +208,9 @@ func checkHTTP(r *http.Request, limit int64, hasKey bool) *requestError {
 	return refuse(http.StatusMethodNotAllowed, codes.MethodNotAllowed, "send GraphQL with GET or POST")
 }
 
-// Request bodies are read into buffers of a pool, each once and whole,
-// sized by Content-Length when the request has one: no body is copied on
-// its way to the decoder, and the buffers of one request serve the next.
+// Request bodies are read into buffers of a pool, each once and whole
+// (readBody): no body is copied on its way to the decoder, and the buffers
+// of one request serve the next.
 var bodyPool sync.Pool // of *[]byte
 
 // pooledBodyBytes is the largest buffer kept for reuse (twice the default
