@@ -119,12 +119,31 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("unknown key: %+v", ans.Errors)
 	}
 
+	// A plain OPTIONS (no preflight: the CORS handler passes it on) is
+	// answered 204 by the endpoint, which recorded no outcome for it: it
+	// was counted as code="NONE", a value no code has.
+	opts, _ := http.NewRequest(http.MethodOptions, gw.url+"/graphql", nil)
+	resp, err := http.DefaultClient.Do(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("OPTIONS /graphql = %d, want 204", resp.StatusCode)
+	}
+
 	fams := scrape(t, admin+"/metrics")
 	const requests = "costgw_graphql_requests_total"
+	for _, m := range fams[requests].GetMetric() {
+		if l := labels(m); l["code"] == "NONE" {
+			t.Errorf("%s%v: an answer with no code", requests, l)
+		}
+	}
 	for _, c := range []struct {
 		labels map[string]string
 		want   float64
 	}{
+		{map[string]string{"operation_type": "unknown", "code": "OK"}, 1},
 		{map[string]string{"operation_type": "query", "code": "OK"}, 4},
 		{map[string]string{"operation_type": "unknown", "code": "GRAPHQL_PARSE_FAILED"}, 1},
 		{map[string]string{"operation_type": "query", "code": "UNAUTHENTICATED"}, 1},
