@@ -33,7 +33,7 @@ var exportedMetrics = gatherMetrics()
 
 func gatherMetrics() map[string]metric {
 	m := telemetry.NewMetrics(func() int { return 0 })
-	m.RequestStarted()("query", "OK", time.Millisecond)
+	m.RequestStarted()("query", "OK", time.Millisecond, false)
 	m.UpstreamAttempt(upstream.AttemptResult{Attempt: upstream.Attempt{Route: "/v1/budgets", Number: 2}, Status: 200})
 	m.CacheLookup(true)
 	m.RateLimited()

@@ -62,6 +62,23 @@ func (w *Recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// WriteErr is Err of the Recorder that w is or wraps (through Unwrap, as
+// http.ResponseController finds the connection's writer): the first error
+// writing the body, which cut the answer off. It is nil when there was none,
+// or when no Recorder records w.
+func WriteErr(w http.ResponseWriter) error {
+	for {
+		switch x := w.(type) {
+		case *Recorder:
+			return x.err
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
 // Flush sends what is buffered, for handlers that stream.
 func (w *Recorder) Flush() {
 	if w.status == 0 {

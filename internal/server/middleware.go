@@ -69,7 +69,7 @@ func (g *instruments) observe(ctx context.Context, a upstream.Attempt) (context.
 // is not nil), the operation's span, and its metrics.
 func (g *instruments) graphql(limiter sharedstate.Limiter, perSecond int, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var done func(opType, code string, d time.Duration)
+		var done func(opType, code string, d time.Duration, cutOff bool)
 		if g.metrics != nil {
 			done = g.metrics.RequestStarted()
 		}
@@ -88,9 +88,10 @@ func (g *instruments) graphql(limiter sharedstate.Limiter, perSecond int, next h
 		}
 		name, typ := info.Operation()
 		code := info.Outcome()
-		op.End(name, typ, code, info.EstimatedCalls(), info.UpstreamCalls())
+		cutOff := httpx.WriteErr(w) != nil
+		op.End(name, typ, code, info.EstimatedCalls(), info.UpstreamCalls(), cutOff)
 		if done != nil {
-			done(typ, code, time.Since(start))
+			done(typ, code, time.Since(start), cutOff)
 		}
 	})
 }

@@ -97,14 +97,14 @@ func TestSlowBodyAnsweredAtItsDeadline(t *testing.T) {
 // TestSlowReaderHoldsItsPlaceUntilItsDeadline: a client that never reads
 // a large answer holds its place only until the deadline and a small
 // margin, after which another caller's request is served; its access line
-// says the answer was cut off, not a plain 200. (Before, it held it until
-// the server's WriteTimeout, the request timeout and 10 s.)
+// and the metrics say the answer was cut off, not a plain 200. (Before, it
+// held it until the server's WriteTimeout, the request timeout and 10 s.)
 func TestSlowReaderHoldsItsPlaceUntilItsDeadline(t *testing.T) {
 	t.Parallel()
 	// Long enough for the answer to be ready well before the deadline
 	// under the race detector on a busy machine (0.3 s unloaded).
 	const timeout = 5 * time.Second
-	gw := startGateway(t, nil, "-requests-in-flight", "1", "-request-timeout", timeout.String())
+	gw := startGateway(t, nil, "-requests-in-flight", "1", "-request-timeout", timeout.String(), "-admin-listen", "127.0.0.1:0")
 	// An answer of 4.8 MB, more than the kernel buffers of both ends take
 	// (2.8 MB on loopback), and cheap to make: a budget whose four JSON
 	// values are 60 KB strings, read 20 times.
@@ -170,6 +170,11 @@ func TestSlowReaderHoldsItsPlaceUntilItsDeadline(t *testing.T) {
 	line := waitAccessLine(t, gw, func(l map[string]any) bool { return l["operation"] == "Large" })
 	if line["status"] != 200.0 || line["cut_off"] != true || line["level"] != "WARN" || !strings.Contains(fmt.Sprint(line["note"]), "cut off") {
 		t.Errorf("the slow reader's access line does not say its answer was cut off: %v", line)
+	}
+	// The metrics say so too (they counted it as OK, with no other sign).
+	fams := scrape(t, gw.adminURL(t)+"/metrics")
+	if got := value(t, fams, "costgw_graphql_answers_cut_off_total", map[string]string{}); got != 1 {
+		t.Errorf("costgw_graphql_answers_cut_off_total = %v, want 1", got)
 	}
 }
 

@@ -22,6 +22,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	requests   *prometheus.CounterVec
+	cutOff     prometheus.Counter
 	duration   *prometheus.HistogramVec
 	inFlight   prometheus.Gauge
 	upstream   *prometheus.CounterVec
@@ -45,6 +46,10 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 		Name: "costgw_graphql_requests_total",
 		Help: "GraphQL requests answered, by operation type (query, mutation, unknown) and code (OK, or the answer's first extensions.code).",
 	}, []string{"operation_type", "code"})
+	m.cutOff = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "costgw_graphql_answers_cut_off_total",
+		Help: "GraphQL answers cut off while they were written: the client had not taken them by the request's deadline and 2 s, or went away. Each is also counted by its code in costgw_graphql_requests_total.",
+	})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "costgw_graphql_request_duration_seconds",
 		Help:    "Time to answer a GraphQL request, by operation type.",
@@ -87,7 +92,7 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 		Name: "costgw_panics_total",
 		Help: "Panics recovered, by where (resolver, loader, http).",
 	}, []string{"where"})
-	m.Registry.MustRegister(m.requests, m.duration, m.inFlight, m.upstream, m.upDuration, m.retries, m.limits,
+	m.Registry.MustRegister(m.requests, m.cutOff, m.duration, m.inFlight, m.upstream, m.upDuration, m.retries, m.limits,
 		m.cache, m.rateLimits, m.paced, m.panics,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if breakersOpen != nil {
@@ -123,10 +128,10 @@ var limitCodes = map[codes.Code]string{
 }
 
 // RequestStarted counts a GraphQL request in flight; the func it returns
-// records its answer.
-func (m *Metrics) RequestStarted() func(opType, code string, d time.Duration) {
+// records its answer, and whether it was cut off while it was written.
+func (m *Metrics) RequestStarted() func(opType, code string, d time.Duration, cutOff bool) {
 	m.inFlight.Inc()
-	return func(opType, code string, d time.Duration) {
+	return func(opType, code string, d time.Duration, cutOff bool) {
 		m.inFlight.Dec()
 		if opType == "" {
 			opType = "unknown"
@@ -137,6 +142,9 @@ func (m *Metrics) RequestStarted() func(opType, code string, d time.Duration) {
 			code = "UNREGISTERED" // keeps the label's values bounded
 		}
 		m.requests.WithLabelValues(opType, code).Inc()
+		if cutOff {
+			m.cutOff.Inc()
+		}
 		m.duration.WithLabelValues(opType).Observe(d.Seconds())
 		if l, ok := limitCodes[codes.Code(code)]; ok {
 			m.limits.WithLabelValues(l).Inc()

@@ -70,7 +70,7 @@ func BenchmarkRequestTracing(b *testing.B) {
 				if done != nil {
 					done(upstream.AttemptResult{Status: http.StatusOK, RequestID: "req_1", Class: upstream.ClassOK})
 				}
-				op.End("BudgetList", "query", "OK", 1, 1)
+				op.End("BudgetList", "query", "OK", 1, 1, false)
 				_, _ = w.Write([]byte(`{"data":{}}`))
 			}), nil)
 			body := `{"query":"query BudgetList { budgets { nodes { id } } }"}`
@@ -90,7 +90,7 @@ func BenchmarkRequestMetrics(b *testing.B) {
 		done := m.RequestStarted()
 		m.UpstreamAttempt(upstream.AttemptResult{Attempt: upstream.Attempt{Op: "listBudgets", Method: http.MethodGet,
 			Route: "/v1/budgets", Number: 1}, Status: http.StatusOK, Duration: time.Millisecond})
-		done("query", "OK", 2*time.Millisecond)
+		done("query", "OK", 2*time.Millisecond, false)
 	})
 }
 

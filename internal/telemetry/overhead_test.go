@@ -51,7 +51,7 @@ func serveOne(t *testing.T, tr *Tracing) (sent, made *http.Request, attempt trac
 			ended = true
 			done(upstream.AttemptResult{Status: http.StatusServiceUnavailable, RequestID: "req_9", Class: upstream.ClassServerError})
 		}
-		op.End("BudgetList", "query", "UPSTREAM_UNAVAILABLE", 1, 2)
+		op.End("BudgetList", "query", "UPSTREAM_UNAVAILABLE", 1, 2, false)
 		w.WriteHeader(http.StatusOK)
 	}), graphqlRoute)
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader("{}")))

@@ -89,7 +89,7 @@ func TestTracingOff(t *testing.T) {
 			t.Errorf("%s: LogHandler wraps its handler", name)
 		}
 		ctx, op := tr.StartOperation(context.Background())
-		op.End("Name", "query", "OK", 1, 1) // must not panic
+		op.End("Name", "query", "OK", 1, 1, false) // must not panic
 		if trace.SpanContextFromContext(ctx).IsValid() {
 			t.Errorf("%s: an operation span when off", name)
 		}
@@ -128,7 +128,7 @@ func TestSpans(t *testing.T) {
 	ctx, op := tr.StartOperation(context.Background())
 	_, done := tr.Upstream(ctx, upstream.Attempt{Op: "getBudget", Method: "GET", Route: "/v1/budgets/{id}", Number: 2})
 	done(upstream.AttemptResult{Status: 503, RequestID: "req-1", Class: upstream.ClassServerError})
-	op.End("", "", "UPSTREAM_UNAVAILABLE", 1, 2)
+	op.End("", "", "UPSTREAM_UNAVAILABLE", 1, 2, false)
 
 	spans := exp.GetSpans()
 	if len(spans) != 2 {
@@ -164,6 +164,27 @@ func TestSpans(t *testing.T) {
 	}
 }
 
+// TestCutOffSpan checks that an answer cut off while it was written ends its
+// operation's span as an error, whatever the answer's code: the client did
+// not get it.
+func TestCutOffSpan(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tr := TracingTo(exp, sdktrace.AlwaysSample())
+	_, op := tr.StartOperation(context.Background())
+	op.End("Large", "query", "OK", 1, 1, true)
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	s := spans[0]
+	attrs := attrMap(s.Attributes)
+	if s.Status.Code != codes.Error || !strings.Contains(s.Status.Description, "cut off") ||
+		attrs["costgw.cut_off"] != true || attrs["costgw.code"] != "OK" {
+		t.Errorf("span of a cut-off answer: status %v, attributes %v", s.Status, attrs)
+	}
+}
+
 func attrMap(kvs []attribute.KeyValue) map[string]any {
 	out := map[string]any{}
 	for _, kv := range kvs {
@@ -183,7 +204,7 @@ func TestTransport(t *testing.T) {
 		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
 	}))
 	ctx, op := tr.StartOperation(context.Background())
-	defer op.End("N", "query", "OK", 0, 0)
+	defer op.End("N", "query", "OK", 0, 0, false)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://upstream.test/v1/budgets", nil)
 	if _, err := rt.RoundTrip(req); err != nil {
 		t.Fatal(err)
@@ -218,7 +239,7 @@ func TestLogHandler(t *testing.T) {
 	log := slog.New(tr.LogHandler(slog.NewJSONHandler(&buf, nil))).With("component", "test")
 	ctx, op := tr.StartOperation(context.Background())
 	log.InfoContext(ctx, "in a span")
-	op.End("N", "query", "OK", 0, 0)
+	op.End("N", "query", "OK", 0, 0, false)
 	log.InfoContext(context.Background(), "outside")
 
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
@@ -250,10 +271,10 @@ func TestLogHandler(t *testing.T) {
 func TestMetricLabels(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics(func() int { return 2 })
-	m.RequestStarted()("", "", time.Millisecond)
-	m.RequestStarted()("query", "any text a client could make up", time.Millisecond)
-	m.RequestStarted()("query", string(gqlcodes.MaxDepth), time.Millisecond)
-	m.RequestStarted()("mutation", "OK", time.Millisecond)
+	m.RequestStarted()("", "", time.Millisecond, false)
+	m.RequestStarted()("query", "any text a client could make up", time.Millisecond, false)
+	m.RequestStarted()("query", string(gqlcodes.MaxDepth), time.Millisecond, false)
+	m.RequestStarted()("mutation", "OK", time.Millisecond, true) // cut off
 	inFlight := m.RequestStarted()
 	m.UpstreamAttempt(upstream.AttemptResult{Attempt: upstream.Attempt{Route: "/v1/budgets/{id}", Number: 2}, Class: upstream.ClassConnect})
 	m.CacheLookup(true)
@@ -295,6 +316,7 @@ func TestMetricLabels(t *testing.T) {
 		"costgw_graphql_requests_total operation_type=query code=UNREGISTERED":    1,
 		"costgw_graphql_requests_total operation_type=query code=MAX_DEPTH_LIMIT": 1,
 		"costgw_graphql_requests_total operation_type=mutation code=OK":           1,
+		"costgw_graphql_answers_cut_off_total":                                    1,
 		"costgw_graphql_request_duration_seconds operation_type=unknown":          1,
 		"costgw_graphql_request_duration_seconds operation_type=query":            2,
 		"costgw_graphql_request_duration_seconds operation_type=mutation":         1,
@@ -314,7 +336,7 @@ func TestMetricLabels(t *testing.T) {
 	if diff := cmp.Diff(want, sortLabels(got)); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
-	inFlight("query", "OK", time.Millisecond)
+	inFlight("query", "OK", time.Millisecond, false)
 }
 
 // sortLabels rewrites each "name k=v k=v" key with its labels sorted.

@@ -387,8 +387,10 @@ var (
 
 // End ends the operation's span with what the request came to. A span that
 // records nothing (not sampled) gets no name or attribute: building them
-// would be work for nothing on most requests.
-func (o Operation) End(name, typ, code string, estimated int, calls int64) {
+// would be work for nothing on most requests. An answer cut off while it was
+// written (cutOff: the client had not taken it by the deadline, or went
+// away) is an error whatever its code, with costgw.cut_off set.
+func (o Operation) End(name, typ, code string, estimated int, calls int64, cutOff bool) {
 	if o.span == nil {
 		return
 	}
@@ -409,7 +411,11 @@ func (o Operation) End(name, typ, code string, estimated int, calls int64) {
 			attribute.Int("costgw.upstream_calls.estimated", estimated),
 			attribute.Int64("costgw.upstream_calls", calls),
 			attribute.String("costgw.code", code))
-		if code != "OK" && code != "" {
+		switch {
+		case cutOff:
+			o.span.SetAttributes(attribute.Bool("costgw.cut_off", true))
+			o.span.SetStatus(codes.Error, "the answer was cut off while it was written")
+		case code != "OK" && code != "":
 			o.span.SetStatus(codes.Error, code)
 		}
 	}
