@@ -97,16 +97,17 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 		return config{}, err
 	}
 
+	var errs cfgpkg.Errors
 	day, err := time.Parse("2006-01-02", asOf)
 	if err != nil {
-		return config{}, fmt.Errorf("-as-of %q: want a date YYYY-MM-DD", asOf)
+		errs.Addf("as-of", asOf, "want a date YYYY-MM-DD")
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"latency", l.Fixed}, {"jitter", l.Jitter}, {"spike", l.Spike}, {"retry-after", f.RetryAfter}} {
 		if d.v < 0 {
-			return config{}, fmt.Errorf("-%s %v: must not be negative", d.name, d.v)
+			errs.Addf(d.name, d.v, "must not be negative")
 		}
 	}
 	for _, r := range []struct {
@@ -115,7 +116,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 	}{{"spike-rate", l.SpikeRate}, {"fault-500", f.Error500}, {"fault-503", f.Error503}, {"fault-429", f.RateLimit429},
 		{"fault-drop-before", f.DropBefore}, {"fault-drop-after", f.DropAfter}} {
 		if !(r.v >= 0 && r.v <= 1) {
-			return config{}, fmt.Errorf("-%s %v: want a rate from 0 to 1", r.name, r.v)
+			errs.Addf(r.name, r.v, "want a rate from 0 to 1")
 		}
 	}
 	// Unknown operation ids are refused rather than ignored: a typo would
@@ -125,9 +126,13 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 			continue
 		}
 		if !slices.Contains(sim.Operations(), op) {
-			return config{}, fmt.Errorf("-fault-ops: unknown operation id %q (known: %s)", op, strings.Join(sim.Operations(), ", "))
+			errs.Addf("fault-ops", faultOps, "unknown operation id %q (known: %s)", op, strings.Join(sim.Operations(), ", "))
+			continue
 		}
 		f.Ops = append(f.Ops, op)
+	}
+	if err := errs.Err(); err != nil {
+		return config{}, fs.Explain(err)
 	}
 	return config{listen: listen, opts: sim.Options{Seed: seed, AsOf: day, Latency: l, Faults: f}}, nil
 }

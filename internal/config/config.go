@@ -28,6 +28,7 @@ type FlagSet struct {
 	prefix  string
 	actions map[string]bool
 	wants   map[string]string
+	fromEnv map[string]bool // flags whose value the environment set and the command line did not
 }
 
 // New returns a FlagSet for the command name whose environment variables
@@ -35,7 +36,7 @@ type FlagSet struct {
 func New(name, prefix string, output io.Writer) *FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(output)
-	return &FlagSet{FlagSet: fs, prefix: prefix, actions: map[string]bool{}, wants: map[string]string{}}
+	return &FlagSet{FlagSet: fs, prefix: prefix, actions: map[string]bool{}, wants: map[string]string{}, fromEnv: map[string]bool{}}
 }
 
 // EnvName is the environment variable of the flag name.
@@ -61,7 +62,9 @@ func (fs *FlagSet) Want(name, form string) { fs.wants[name] = form }
 
 // Parse reads the environment (lookupEnv, usually os.LookupEnv), then args.
 // It names each flag's variable in its usage line, refuses arguments that
-// are not flags, and returns flag.ErrHelp for -h.
+// are not flags, and returns flag.ErrHelp for -h, having written the usage.
+// Other errors are returned, not written: the command says them once,
+// where the flag package would write each before the whole list of flags.
 func (fs *FlagSet) Parse(args []string, lookupEnv func(string) (string, bool)) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -77,18 +80,60 @@ func (fs *FlagSet) Parse(args []string, lookupEnv func(string) (string, bool)) e
 			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q (the variable of -%s): %w", fs.EnvName(f.Name), v, f.Name, err))
 			}
+			fs.fromEnv[f.Name] = true
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := fs.FlagSet.Parse(args); err != nil {
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.FlagSet.Parse(args)
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.usage()
 		return err
 	}
+	if err != nil {
+		return fmt.Errorf("%w (-h lists the flags)", err)
+	}
+	fs.Visit(func(f *flag.Flag) { delete(fs.fromEnv, f.Name) }) // the command line won
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %s (every setting is a -flag)", strings.Join(fs.Args(), " "))
 	}
 	return nil
+}
+
+// usage writes the list of flags, as the flag package does for -h.
+func (fs *FlagSet) usage() {
+	if fs.Usage != nil {
+		fs.Usage()
+		return
+	}
+	fmt.Fprintf(fs.Output(), "Usage of %s:\n", fs.Name())
+	fs.PrintDefaults()
+}
+
+// Explain names, in the FlagErrors err holds (Errors.Err), the variable a
+// value came from when the environment set it and the command line did not,
+// as the errors of Parse do: a value from a manifest's environment is then
+// found under the name the manifest gives it.
+func (fs *FlagSet) Explain(err error) error {
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *FlagError:
+			if fs.fromEnv[e.Name] {
+				e.env = fs.EnvName(e.Name)
+			}
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	return err
 }
 
 // want is the form the value of f must have.
@@ -175,7 +220,22 @@ type Errors []error
 
 // Addf records a problem with the flag name's value v: "-name v: what".
 func (e *Errors) Addf(name string, v any, format string, args ...any) {
-	*e = append(*e, fmt.Errorf("-%s %v: %s", name, quote(v), fmt.Sprintf(format, args...)))
+	*e = append(*e, &FlagError{Name: name, Value: v, Problem: fmt.Sprintf(format, args...)})
+}
+
+// FlagError is a problem with a flag's value, as Errors.Addf records it.
+type FlagError struct {
+	Name    string // the flag's name, without its dash
+	Value   any
+	Problem string
+	env     string // the variable the value came from (FlagSet.Explain); "" for the flag
+}
+
+func (e *FlagError) Error() string {
+	if e.env != "" {
+		return fmt.Sprintf("%s=%s (the variable of -%s): %s", e.env, quote(fmt.Sprint(e.Value)), e.Name, e.Problem)
+	}
+	return fmt.Sprintf("-%s %v: %s", e.Name, quote(e.Value), e.Problem)
 }
 
 // Err returns the problems joined, or nil.

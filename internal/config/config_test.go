@@ -75,6 +75,57 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	}
 }
 
+// A flag the command line gets wrong is said once, by the command, with a
+// pointer to -h: the flag package wrote it before the whole list of flags,
+// and the command said it again after.
+func TestParseErrorIsSaidOnce(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-nope"}, {"-max-things", "many"}} {
+		var out strings.Builder
+		fs := New("cmd", "CMD", &out)
+		fs.Int("max-things", 3, "most things")
+		err := fs.Parse(args, env(nil))
+		if err == nil || !strings.Contains(err.Error(), "-h lists the flags") {
+			t.Errorf("%v: error %v, want one that points to -h", args, err)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v: the flag set wrote %q besides returning %v", args, out.String(), err)
+		}
+	}
+}
+
+// A value the environment set, found wrong once parsed, is named by its
+// variable as the errors of Parse name it; the flag's name is for a value
+// the command line gave.
+func TestExplainNamesTheVariable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"variable", nil, map[string]string{"CMD_WAIT": "-1s"}, `CMD_WAIT="-1s" (the variable of -wait): want a positive duration`},
+		{"flag", []string{"-wait", "-1s"}, nil, "-wait -1s: want a positive duration"},
+		{"flag over variable", []string{"-wait", "-2s"}, map[string]string{"CMD_WAIT": "-1s"}, "-wait -2s: want a positive duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fs, _, d, _ := newSet()
+			if err := fs.Parse(tc.args, env(tc.env)); err != nil {
+				t.Fatal(err)
+			}
+			var errs Errors
+			errs.Addf("max-things", 1, "fine, but said") // set by neither
+			errs.Addf("wait", *d, "want a positive duration")
+			got := fs.Explain(errs.Err()).Error()
+			if !strings.Contains(got, tc.want) || !strings.Contains(got, "-max-things 1: fine") {
+				t.Errorf("%q, want %q and -max-things named by its flag", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestErrorsGatherEveryProblem(t *testing.T) {
 	t.Parallel()
 	var errs Errors

@@ -227,14 +227,15 @@ variable named after it; a flag wins over its variable.
 func ParseConfig(args []string, lookupEnv func(string) (string, bool), output io.Writer) (Config, error) {
 	var c Config
 	var cors originList
-	if err := newFlagSet(&c, &cors, output).Parse(args, lookupEnv); err != nil {
+	fs := newFlagSet(&c, &cors, output)
+	if err := fs.Parse(args, lookupEnv); err != nil {
 		return c, err
 	}
 	c.CORSOrigins = cors.origins
 	if !cors.set && c.Upstream == "" {
 		c.CORSOrigins = []string{corsLocalhost}
 	}
-	return c, c.validate()
+	return c, fs.Explain(c.validate())
 }
 
 func (c Config) validate() error {
