@@ -97,25 +97,63 @@ func TestCallerOverItsBoundWaits(t *testing.T) {
 func TestUnacceptedKeysAreOneCaller(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withAdmission(1, 0))
-	const latency = time.Second // long enough that a loaded machine does not blur waiting and not waiting
-	e.sim.SetLatency(sim.Latency{Fixed: latency})
-	ctx := context.Background()
-	var a, b timedQuery
-	concurrently(30*time.Millisecond,
-		func() { a = e.timed(t, ctx, sim.DemoKey, slowQuery) },
-		func() { b = e.timed(t, ctx, sim.OtherOrgKey, slowQuery) },
-	)
-	if len(a.r.Errors)+len(b.r.Errors) > 0 || b.end.Sub(a.end) < latency*3/4 {
-		t.Errorf("two keys not yet accepted: the second ended %v after the first, want it to wait (%s %s)",
-			b.end.Sub(a.end), a.r.raw, b.r.raw)
+	// Each upstream call says which key it carries and is held until
+	// released: what went up while another call was held is what ran side by
+	// side with it. (The test used to time the answers against a simulated
+	// latency, which a loaded machine blurred.)
+	arrived := make(chan string, 8)
+	var release chan struct{}
+	hold := func() {
+		rel := make(chan struct{})
+		e.calls.mu.Lock()
+		release = rel
+		e.calls.fail = func(r *http.Request) *http.Response {
+			arrived <- r.Header.Get("Authorization")
+			<-rel
+			return nil // then on to the simulator
+		}
+		e.calls.mu.Unlock()
 	}
-	concurrently(30*time.Millisecond,
-		func() { a = e.timed(t, ctx, sim.DemoKey, slowQuery) },
-		func() { b = e.timed(t, ctx, sim.OtherOrgKey, slowQuery) },
-	)
-	if b.end.Sub(a.end) > latency/2 {
-		t.Errorf("two accepted keys: the second ended %v after the first, want them side by side", b.end.Sub(a.end))
+	next := func(what string) string {
+		select {
+		case k := <-arrived:
+			return k
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no upstream call in 10s", what)
+			return ""
+		}
 	}
+	both := func(phase string) {
+		var wg sync.WaitGroup
+		for _, key := range []string{sim.DemoKey, sim.OtherOrgKey} {
+			wg.Go(func() {
+				if r := e.timed(t, context.Background(), key, slowQuery); len(r.r.Errors) > 0 {
+					t.Errorf("%s: %s", phase, r.r.raw)
+				}
+			})
+			if key == sim.DemoKey {
+				next(phase + ", the first request") // it holds its place from now on
+			}
+		}
+		switch phase {
+		case "keys not yet accepted":
+			select {
+			case k := <-arrived:
+				t.Errorf("%s: the second key's call (%s) went up while the first held the caller's place", phase, k)
+			case <-time.After(300 * time.Millisecond): // waiting, as wanted (a slow machine can only hide a fault here)
+			}
+			close(release)
+			next(phase + ", the second request once the first was answered")
+		default:
+			next(phase + ", the second request beside the first")
+			close(release)
+		}
+		wg.Wait()
+	}
+	hold()
+	both("keys not yet accepted")
+	hold()
+	both("keys accepted")
 }
 
 // A request that waits in line past its deadline is answered at the
