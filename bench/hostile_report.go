@@ -13,7 +13,7 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 		return
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	quiet, perLegit := r.quiet()
+	perLegit := r.quietCPU()
 	p("## Hostile traffic (issue 14)\n\n")
 	if r.Smoke {
 		p("**Smoke run**: a fraction of a second per phase; the figures check that the harness works.\n\n")
@@ -33,11 +33,19 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 		p("legitimate rate of that run, rounded up to a hundred, as an operator sets it above the busiest key's peak")
 	}
 	p(". Phases: a quiet run (the legitimate clients alone),\n")
-	if r.ShapeWindow > 0 {
+	if r.ShapeWindow > 0 && r.interleaved() {
+		p("an attack with each shape alone, each followed by a quiet run (%v each), ", r.ShapeWindow)
+	} else if r.ShapeWindow > 0 {
 		p("an attack with each shape alone (%v each), ", r.ShapeWindow)
 	}
-	p("an attack with every shape at once, and a quiet run again (%v each); the quiet figure is the mean of\n", r.Window)
-	p("the two. Each phase has a gateway process of its own, started for it and killed after it. The harness kills\n")
+	p("an attack with every shape at once, and a quiet run again (%v each). ", r.Window)
+	if r.interleaved() {
+		p("Each attack's\nlegitimate rate is divided by the mean of the quiet runs just before and after it (\"÷ quiet\"): the\n")
+		p("machine's speed drifts over a run by more than the goal's margin. ")
+	} else {
+		p("The quiet figure is the mean\nof the two. ")
+	}
+	p("Each phase has a gateway process of its own, started for it and killed\nafter it. The harness kills ")
 	if r.RSSCap > 0 {
 		p("a gateway whose RSS passes %s, so that no shape takes the shared machine down; the phase says so.\n\n", mib(r.RSSCap))
 	} else {
@@ -72,7 +80,7 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 		t := ph.total()
 		of, answered, timedOut, failed, net, gross := "–", "–", "–", "–", "–", "–"
 		if ph.Kind != phaseQuiet {
-			if quiet > 0 {
+			if quiet := r.quietBeside(i); quiet > 0 {
 				of = fmt.Sprintf("%.2f", ph.legitRPS()/quiet)
 			}
 			answered, timedOut, failed = fmt.Sprint(t.answered()), fmt.Sprint(t.TimedOut), fmt.Sprint(t.Failed)

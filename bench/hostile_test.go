@@ -212,3 +212,39 @@ func TestHostileGoals(t *testing.T) {
 		t.Errorf("a shape at 6 ms alone: %s met (%s)", row.Goal, row.Measured)
 	}
 }
+
+// Each attack is measured against the quiet runs beside it: on a machine
+// whose speed drifts over the run, the mean of the first and last quiet
+// runs put every attack short of the goal, or past it, by the drift alone.
+func TestHostileQuietBeside(t *testing.T) {
+	quiet := func(ok int) hostilePhase {
+		return hostilePhase{Name: "quiet", Kind: phaseQuiet, Window: time.Second, LegitOK: ok}
+	}
+	attack := func(name string, ok int) hostilePhase {
+		return hostilePhase{Name: name, Kind: phaseShape, Window: time.Second, LegitOK: ok,
+			Hostile: map[string]*shapeStats{name: {Sent: 10, AnsweredWithKey: 10}}}
+	}
+	// The machine slows from 2000 to 1000 legitimate requests a second
+	// during the first attack; neither attack costs anything.
+	r := &hostileReport{Attackers: 1, Phases: []hostilePhase{
+		quiet(2000), attack("a", 1500), quiet(1000), attack("b", 1000), quiet(1000)}}
+	if !r.interleaved() {
+		t.Fatal("a quiet run after each attack, not read as interleaved")
+	}
+	if q := r.quietBeside(1); q != 1500 {
+		t.Errorf("beside a: %v, want 1500, the mean of the runs before and after", q)
+	}
+	if q := r.quietBeside(3); q != 1000 {
+		t.Errorf("beside b: %v, want 1000", q)
+	}
+	row := hostileGoals(r)[2]
+	if !row.Met || !strings.Contains(row.Goal, "beside each attack") {
+		t.Errorf("%s: %v (%s); want met: b had 1000 of the 1000 beside it, 0.67 only of the mean of the ends", row.Goal, row.Met, row.Measured)
+	}
+	// Before interleaving: the mean of the two ends for every attack.
+	old := &hostileReport{Attackers: 1, Phases: []hostilePhase{quiet(2000), attack("a", 1500), attack("b", 1500), quiet(1000)}}
+	if old.interleaved() || old.quietBeside(1) != 1500 || old.quietBeside(2) != 1500 {
+		t.Errorf("a report of the ends only: interleaved %v, beside a %v, beside b %v; want false, 1500, 1500",
+			old.interleaved(), old.quietBeside(1), old.quietBeside(2))
+	}
+}
