@@ -75,8 +75,8 @@ bench-smoke: bench/mesh/node_modules/.package-lock.json
 	go run ./bench -smoke
 
 # The hostile-traffic benchmark alone (issue 14): every hostile shape and
-# random documents from 50 attackers beside legitimate traffic, about two
-# minutes. Its section of docs/benchmarks.md is replaced; the others are kept
+# random documents from 50 attackers beside legitimate traffic, a quiet run
+# after each shape, about three minutes. Its section of docs/benchmarks.md is replaced; the others are kept
 # from docs/benchmarks.json. `make bench` runs it too, at its end.
 bench-hostile:
 	go run ./bench -hostile

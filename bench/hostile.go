@@ -192,7 +192,9 @@ func (r *hostileReport) quietCPU() time.Duration {
 }
 
 // quietBeside is the reference of phase i: the mean legitimate rate of the
-// quiet phases nearest before and after it (the one there is, at an end).
+// quiet phases nearest before and after it (the one there is, at an end),
+// passing over a quiet phase that measured nothing (its gateway stopped, or
+// no legitimate request answered).
 // The machine's speed drifts over a run: in the run of 2026-11-27
 // 02:36 UTC the quiet phase after the attacks had 0.81 of the legitimate
 // rate of the one before, which weighed on every attack's ratio to the
@@ -204,8 +206,8 @@ func (r *hostileReport) quietBeside(i int) float64 {
 	var n int
 	for _, dir := range []int{-1, 1} {
 		for j := i + dir; j >= 0 && j < len(r.Phases); j += dir {
-			if r.Phases[j].Kind == phaseQuiet {
-				sum += r.Phases[j].legitRPS()
+			if q := &r.Phases[j]; q.Kind == phaseQuiet && q.Stopped == "" && q.legitRPS() > 0 {
+				sum += q.legitRPS()
 				n++
 				break
 			}

@@ -152,8 +152,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.withHostile, "with-hostile", true, "end a full run with the hostile-traffic benchmark")
 	fs.IntVar(&c.attackers, "attackers", 50, "hostile: concurrent attackers")
 	fs.IntVar(&c.legitClients, "legit-clients", 4, "hostile: concurrent legitimate clients (another organization's key)")
-	fs.DurationVar(&c.hostileWindow, "hostile-window", 4*time.Second, "hostile: length of the quiet runs and of the attack with every shape at once")
-	fs.DurationVar(&c.hostileShapeWindow, "hostile-shape-window", 3*time.Second, "hostile: length of the attack with each shape alone, "+
+	fs.DurationVar(&c.hostileWindow, "hostile-window", 4*time.Second, "hostile: length of the first and last quiet runs and of the attack with every shape at once")
+	fs.DurationVar(&c.hostileShapeWindow, "hostile-shape-window", 3*time.Second, "hostile: length of the attack with each shape alone and of the quiet run after it, "+
 		"longer than -hostile-timeout so that timeouts show (0: none)")
 	fs.DurationVar(&c.hostileAloneWindow, "hostile-alone-window", 2*time.Second, "hostile: length of the attack alone at the start of each attack phase, "+
 		"before the legitimate clients start, which CPU per hostile answer is read from (0: none; then it is read net of the legitimate traffic)")

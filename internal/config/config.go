@@ -28,7 +28,7 @@ type FlagSet struct {
 	prefix  string
 	actions map[string]bool
 	wants   map[string]string
-	fromEnv map[string]bool // flags whose value the environment set and the command line did not
+	fromEnv map[string]string // what the environment set each flag to that the command line did not
 }
 
 // New returns a FlagSet for the command name whose environment variables
@@ -36,7 +36,7 @@ type FlagSet struct {
 func New(name, prefix string, output io.Writer) *FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(output)
-	return &FlagSet{FlagSet: fs, prefix: prefix, actions: map[string]bool{}, wants: map[string]string{}, fromEnv: map[string]bool{}}
+	return &FlagSet{FlagSet: fs, prefix: prefix, actions: map[string]bool{}, wants: map[string]string{}, fromEnv: map[string]string{}}
 }
 
 // EnvName is the environment variable of the flag name.
@@ -80,7 +80,7 @@ func (fs *FlagSet) Parse(args []string, lookupEnv func(string) (string, bool)) e
 			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q (the variable of -%s): %w", fs.EnvName(f.Name), v, f.Name, err))
 			}
-			fs.fromEnv[f.Name] = true
+			fs.fromEnv[f.Name] = v
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -123,8 +123,8 @@ func (fs *FlagSet) Explain(err error) error {
 	walk = func(err error) {
 		switch e := err.(type) {
 		case *FlagError:
-			if fs.fromEnv[e.Name] {
-				e.env = fs.EnvName(e.Name)
+			if v, ok := fs.fromEnv[e.Name]; ok {
+				e.env, e.raw = fs.EnvName(e.Name), v
 			}
 		case interface{ Unwrap() []error }:
 			for _, x := range e.Unwrap() {
@@ -229,11 +229,12 @@ type FlagError struct {
 	Value   any
 	Problem string
 	env     string // the variable the value came from (FlagSet.Explain); "" for the flag
+	raw     string // what the variable held, as the manifest has it
 }
 
 func (e *FlagError) Error() string {
 	if e.env != "" {
-		return fmt.Sprintf("%s=%s (the variable of -%s): %s", e.env, quote(fmt.Sprint(e.Value)), e.Name, e.Problem)
+		return fmt.Sprintf("%s=%q (the variable of -%s): %s", e.env, e.raw, e.Name, e.Problem)
 	}
 	return fmt.Sprintf("-%s %v: %s", e.Name, quote(e.Value), e.Problem)
 }

@@ -105,7 +105,7 @@ func TestExplainNamesTheVariable(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"variable", nil, map[string]string{"CMD_WAIT": "-1s"}, `CMD_WAIT="-1s" (the variable of -wait): want a positive duration`},
+		{"variable", nil, map[string]string{"CMD_WAIT": "-0.5m"}, `CMD_WAIT="-0.5m" (the variable of -wait): want a positive duration`},
 		{"flag", []string{"-wait", "-1s"}, nil, "-wait -1s: want a positive duration"},
 		{"flag over variable", []string{"-wait", "-2s"}, map[string]string{"CMD_WAIT": "-1s"}, "-wait -2s: want a positive duration"},
 	} {

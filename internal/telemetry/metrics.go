@@ -48,7 +48,7 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 	}, []string{"operation_type", "code"})
 	m.cutOff = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "costgw_graphql_answers_cut_off_total",
-		Help: "GraphQL answers cut off while they were written: the client had not taken them by the request's deadline and 2 s, or went away. Each is also counted by its code in costgw_graphql_requests_total.",
+		Help: "GraphQL answers cut off while they were written: the client had not taken them in the time its request's deadline allows, or went away. Each is also counted by its code in costgw_graphql_requests_total.",
 	})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "costgw_graphql_request_duration_seconds",
