@@ -34,6 +34,8 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 		"an enum as a number":            {explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", 1)},
 		"an Int as a string":             {page, map[string]any{"n": "2"}},
 		"an Int with a fraction":         {page, map[string]any{"n": 2.5}},
+		"an Int with a tiny fraction":    {page, map[string]any{"n": 2.0000001}},
+		"an Int past 32 bits, as 3e9":    {page, map[string]any{"n": 3e9}},
 		"an Int past 32 bits":            {page, map[string]any{"n": 99999999999}},
 		"a Boolean for an ID in a list":  {nodes, map[string]any{"ids": []any{"QnVkZ2V0OjE=", true}}},
 	} {
@@ -57,6 +59,18 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 	// of one (each ID then fails on its own, as an ID this API did not make).
 	e.mustQuery(t, sim.DemoKey, explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", "DAY"), nil)
 	e.mustQuery(t, sim.DemoKey, page, map[string]any{"n": 2}, nil)
+	// An Int written as a JSON number with a fraction of zero or an
+	// exponent is the integer it is, as graphql-js reads JSON: a client that
+	// writes numbers as floats (Python's json module, for one) sends 2.0.
+	// They were refused, "2.0 is not a value of type Int".
+	for _, n := range []string{"2.0", "2e0", "0.2e1", "20.000e-1"} {
+		body := []byte(`{"query": "query($n: Int) { budgets(first: $n) { nodes { id } pageInfo { hasNextPage } } }", "variables": {"n": ` + n + `}}`)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, postRequest(body, sim.DemoKey))
+		if r := decode(t, rec); rec.Code != 200 || len(r.Errors) > 0 || r.Data == nil {
+			t.Errorf("first: %s: %d %s", n, rec.Code, rec.Body)
+		}
+	}
 	for _, ids := range []any{"QnVkZ2V0OjE=", []any{"QnVkZ2V0OjE=", 7}} {
 		if r := e.query(t, sim.DemoKey, nodes, map[string]any{"ids": ids}); r.Data == nil || r.Errors[0].Extensions["code"] != "BAD_USER_INPUT" {
 			t.Errorf("ids %v: %s", ids, r.raw)

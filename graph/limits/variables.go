@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -16,14 +17,21 @@ import (
 // next, is lenient: an enum value is a string written exactly as the schema
 // writes it (gqlparser compares without case, and takes an integer), an Int
 // is a JSON integer and a Float a JSON number (gqlparser takes the string
-// "2"), a Boolean a JSON boolean and a String a JSON string. A variable that
+// "2"), a Boolean a JSON boolean and a String a JSON string. An Int may be
+// written with a fraction of zero or an exponent (2.0, 2e0): JSON does not
+// tell it from 2, graphql-js reads it as 2, and clients that write numbers as
+// floats send it so; the variable is then set to the integer, which is what
+// gqlgen's Int reads. A variable that
 // does not coerce is a request error (GRAPHQL_VALIDATION_FAILED), as
 // gqlparser's own refusals are, and says which value is wrong (gqlparser's
 // says "cannot use value 0 as Int" of 2.5); nullness, and the gateway's
 // scalars (Date, JSON, …), are checked after.
 func checkVariables(schema *ast.Schema, op *ast.OperationDefinition, vars map[string]any) *gqlerror.Error {
 	for _, d := range op.VariableDefinitions {
-		bad := checkValue(schema, d.Type, vars[d.Variable])
+		fixed, bad := checkValue(schema, d.Type, vars[d.Variable])
+		if fixed != nil {
+			vars[d.Variable] = fixed
+		}
 		if bad == nil {
 			continue
 		}
@@ -43,10 +51,11 @@ type badValue struct {
 	path []ast.PathElement
 }
 
-// checkValue checks v, a value of type t as the request sent it.
-func checkValue(schema *ast.Schema, t *ast.Type, v any) *badValue {
+// checkValue checks v, a value of type t as the request sent it. fixed,
+// when not nil, is what v is to be replaced with: an Int written as a float.
+func checkValue(schema *ast.Schema, t *ast.Type, v any) (fixed any, bad *badValue) {
 	if v == nil {
-		return nil
+		return nil, nil
 	}
 	if t.Elem != nil {
 		list, ok := v.([]any)
@@ -54,16 +63,20 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) *badValue {
 			return checkValue(schema, t.Elem, v) // one value stands for a list of one
 		}
 		for i, x := range list {
-			if bad := checkValue(schema, t.Elem, x); bad != nil {
+			fixed, bad := checkValue(schema, t.Elem, x)
+			if fixed != nil {
+				list[i] = fixed
+			}
+			if bad != nil {
 				bad.path = append(bad.path, ast.PathIndex(i))
-				return bad
+				return nil, bad
 			}
 		}
-		return nil
+		return nil, nil
 	}
 	def := schema.Types[t.NamedType]
 	if def == nil {
-		return nil
+		return nil, nil
 	}
 	ok := true
 	switch def.Kind {
@@ -73,18 +86,25 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) *badValue {
 	case ast.InputObject:
 		m, isObject := v.(map[string]any)
 		if !isObject {
-			return nil // gqlparser refuses it
+			return nil, nil // gqlparser refuses it
 		}
 		for _, f := range def.Fields {
-			if bad := checkValue(schema, f.Type, m[f.Name]); bad != nil {
+			fixed, bad := checkValue(schema, f.Type, m[f.Name])
+			if fixed != nil {
+				m[f.Name] = fixed
+			}
+			if bad != nil {
 				bad.path = append(bad.path, ast.PathName(f.Name))
-				return bad
+				return nil, bad
 			}
 		}
 	case ast.Scalar:
 		switch def.Name {
 		case "Int":
 			ok = isInt32(v)
+			if n, integral := integralInt32(v); !ok && integral {
+				return n, nil
+			}
 		case "Float":
 			ok = isNumber(v)
 		case "Boolean":
@@ -97,12 +117,12 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) *badValue {
 		}
 	}
 	if ok {
-		return nil
+		return nil, nil
 	}
 	if b, err := json.Marshal(v); err == nil && len(b) <= 64 {
-		return &badValue{msg: fmt.Sprintf("%s is not a value of type %s", b, def.Name)}
+		return nil, &badValue{msg: fmt.Sprintf("%s is not a value of type %s", b, def.Name)}
 	}
-	return &badValue{msg: "the value is not of type " + def.Name}
+	return nil, &badValue{msg: "the value is not of type " + def.Name}
 }
 
 // The transport decodes the variables' numbers as json.Number, as gqlgen's
@@ -117,6 +137,23 @@ func isInt32(v any) bool {
 	}
 	i, err := n.Int64()
 	return err == nil && i >= math.MinInt32 && i <= math.MaxInt32
+}
+
+// integralInt32 returns v, a JSON number written with a fraction or an
+// exponent, as the integer it stands for when it is one in the range of Int,
+// reading it as graphql-js does, as a double: 2.0 and 2e0 are 2, 2.5 and
+// 3e9 are no Int. Parsing is linear in the number's length, whatever its
+// exponent.
+func integralInt32(v any) (json.Number, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return "", false
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return "", false
+	}
+	return json.Number(strconv.FormatInt(int64(f), 10)), true
 }
 
 // isNumber reports whether v is a JSON number.
