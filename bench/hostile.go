@@ -739,13 +739,14 @@ func statusOf(status int, body []byte) string {
 func hostileGoals(r *hostileReport) []goalRow {
 	var rows []goalRow
 	var attacks []*hostilePhase
-	ofQuiet := map[*hostilePhase]float64{} // legitimate rate ÷ the quiet runs beside the attack
+	var ofQuiet []float64 // each attack's legitimate rate ÷ the quiet runs beside it
+	referenced := true    // every attack has quiet runs beside it
 	for i := range r.Phases {
 		if ph := &r.Phases[i]; ph.Kind != phaseQuiet {
 			attacks = append(attacks, ph)
-			if q := r.quietBeside(i); q > 0 {
-				ofQuiet[ph] = ph.legitRPS() / q
-			}
+			q := r.quietBeside(i)
+			referenced = referenced && q > 0
+			ofQuiet = append(ofQuiet, ph.legitRPS()/q)
 		}
 	}
 	// Per document: the shape phases, or the mixed one when there are none.
@@ -803,13 +804,13 @@ func hostileGoals(r *hostileReport) []goalRow {
 	if r.interleaved() {
 		goal = "legitimate throughput ≥ 90 % of the quiet runs' beside each attack"
 	}
-	if len(attacks) == 0 || len(ofQuiet) < len(attacks) {
+	if len(attacks) == 0 || !referenced {
 		rows = append(rows, notMeasured(goal, "no attack phase or no quiet run"))
 	} else {
 		met, worst, worstName := 0, math.Inf(1), ""
 		mixed := "–"
-		for _, ph := range attacks {
-			x := ofQuiet[ph]
+		for i, ph := range attacks {
+			x := ofQuiet[i]
 			if x >= goalLegitOfQuiet {
 				met++
 			}

@@ -171,22 +171,16 @@ func (s scrubber) escapedRequestID(id string) string {
 // page's CPU): of what text removes, a token can hold only the key, the
 // upstream's host, a sensitive header's name followed by ':' and an IP
 // address, so an id holding none of them is kept as it is, and one holding
-// any is dropped, as requestID drops it. A key or host outside ASCII, which
-// case folding could match against ASCII, leaves it to requestID.
+// any is dropped, as requestID drops it.
 func (s scrubber) tokenRequestID(id string) (string, bool) {
-	if token(id, maxRequestIDLen, "") == "" || !isASCII(s.key) {
+	if token(id, maxRequestIDLen, "") == "" {
 		return "", false
 	}
-	for _, h := range s.hosts {
-		if !isASCII(h) {
-			return "", false
-		}
-	}
-	if s.key != "" && holdsFold(id, s.key) {
+	if s.key != "" && containsFold(id, s.key) {
 		return "", true
 	}
 	for _, h := range s.hosts {
-		if holdsFold(id, h) {
+		if containsFold(id, h) {
 			return "", true
 		}
 	}
@@ -197,7 +191,7 @@ func (s scrubber) tokenRequestID(id string) (string, bool) {
 }
 
 // holdsFold reports whether s holds sub without regard to ASCII case; both
-// are ASCII. It allocates nothing, unlike containsFold.
+// are ASCII. It allocates nothing.
 func holdsFold(s, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if strings.EqualFold(s[i:i+len(sub)], sub) {
@@ -263,7 +257,13 @@ func replaceFold(s, old, repl string) string {
 	return b.String()
 }
 
+// containsFold reports whether s holds sub without regard to case: with no
+// copy when both are ASCII (every request id and most messages), where
+// lowering is ASCII's.
 func containsFold(s, sub string) bool {
+	if isASCII(s) && isASCII(sub) {
+		return holdsFold(s, sub)
+	}
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) || strings.Contains(s, sub)
 }
 

@@ -359,9 +359,12 @@ type ExplorerHistory struct {
 type HistoryRow map[string]json.RawMessage
 
 // String returns the text in column col, and whether it is a string.
-func (r HistoryRow) String(col string) (string, bool) {
+func (r HistoryRow) String(col string) (string, bool) { return jsonString(r[col]) }
+
+// jsonString returns the text v holds, and whether v is a JSON string.
+func jsonString(v json.RawMessage) (string, bool) {
 	var s *string // JSON null decodes into a string without error; it is not one
-	if json.Unmarshal(r[col], &s) != nil || s == nil {
+	if json.Unmarshal(v, &s) != nil || s == nil {
 		return "", false
 	}
 	return *s, true
@@ -387,7 +390,7 @@ func (r HistoryRow) Group(col string) (value *string, ok bool) {
 		s := string(v)
 		return &s, true
 	}
-	s, ok := r.String(col)
+	s, ok := jsonString(v)
 	if !ok {
 		return nil, false
 	}

@@ -38,7 +38,7 @@ type Schema struct {
 	roots map[string]bool
 
 	// totals over every type (or directive, or field)
-	fields, fieldArgs, directiveArgs, inputFields, enumValues, interfaces, possibleTypes int
+	fields, enumValues, interfaces, possibleTypes int
 	// the most on one type (or field, or directive)
 	maxFields, maxArgs, maxInputFields, maxEnumValues, maxInterfaces, maxPossibleTypes int
 
@@ -86,7 +86,6 @@ func NewSchema(s *ast.Schema) *Schema {
 				}
 				n++
 				ref(refFields, f.Type)
-				c.fieldArgs += len(f.Arguments)
 				c.maxArgs = max(c.maxArgs, len(f.Arguments))
 				for _, a := range f.Arguments {
 					ref(refFieldArgs, a.Type)
@@ -97,7 +96,6 @@ func NewSchema(s *ast.Schema) *Schema {
 			c.interfaces += len(def.Interfaces)
 			c.maxInterfaces = max(c.maxInterfaces, len(def.Interfaces))
 		case ast.InputObject:
-			c.inputFields += len(def.Fields)
 			c.maxInputFields = max(c.maxInputFields, len(def.Fields))
 			for _, f := range def.Fields {
 				ref(refInputFields, f.Type)
@@ -113,7 +111,6 @@ func NewSchema(s *ast.Schema) *Schema {
 		}
 	}
 	for _, d := range s.Directives {
-		c.directiveArgs += len(d.Arguments)
 		c.maxArgs = max(c.maxArgs, len(d.Arguments))
 		for _, a := range d.Arguments {
 			ref(refDirectiveArgs, a.Type)

@@ -102,8 +102,10 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) (fixed any, bad *badValu
 		switch def.Name {
 		case "Int":
 			ok = isInt32(v)
-			if n, integral := integralInt32(v); !ok && integral {
-				return n, nil
+			if !ok {
+				if n, integral := integralInt32(v); integral {
+					return n, nil
+				}
 			}
 		case "Float":
 			ok = isNumber(v)

@@ -38,10 +38,6 @@ func (w *Recorder) Status() int { return w.status }
 // Bytes is the size of the body written so far.
 func (w *Recorder) Bytes() int64 { return w.bytes }
 
-// Err is the first error writing the body: the answer was cut off there
-// (the connection's write deadline passed, or the client went away).
-func (w *Recorder) Err() error { return w.err }
-
 // WriteHeader records the first final status.
 func (w *Recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
@@ -62,10 +58,11 @@ func (w *Recorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// WriteErr is Err of the Recorder that w is or wraps (through Unwrap, as
-// http.ResponseController finds the connection's writer): the first error
-// writing the body, which cut the answer off. It is nil when there was none,
-// or when no Recorder records w.
+// WriteErr is the first error writing the body that the Recorder w is or
+// wraps (through Unwrap, as http.ResponseController finds the connection's
+// writer) saw: the answer was cut off there (the connection's write deadline
+// passed, or the client went away). It is nil when there was none, or when
+// no Recorder records w.
 func WriteErr(w http.ResponseWriter) error {
 	for {
 		switch x := w.(type) {
