@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"net/http"
 
 	"github.com/costgw/gateway/upstream/ops"
 )
@@ -94,8 +95,9 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 //
 // A delete is idempotent: once it has happened, the budget is gone however
 // often it is sent. So Delete retries like a read. Only the answer of a
-// repeat differs: 404 not_found, for the budget the first attempt removed.
-// When a retry answers 404 not_found after an earlier attempt that may have
+// repeat differs: a 404, for the budget the first attempt removed. It is
+// read by its status, whatever its code (the contract publishes none).
+// When a retry answers 404 after an earlier attempt that may have
 // deleted it (one that was sent and got no answer, or got a 5xx: a proxy's
 // 502 or 504 may come after the upstream committed), Delete reports a
 // delete that happened, with AlreadyDeleted set, rather than a failure.
@@ -113,7 +115,7 @@ func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, 
 	st, err := s.c.run(ctx, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, idempotent: true},
 		func() answerEnvelope { env = new(envelope[DeleteResult]); return env })
 	var ue *Error
-	if st.mayHaveApplied && errors.As(err, &ue) && ue.Status == 404 && ue.Code == "not_found" {
+	if st.mayHaveApplied && errors.As(err, &ue) && ue.Status == http.StatusNotFound {
 		return &DeleteResult{Success: true, AlreadyDeleted: true}, nil
 	}
 	if err != nil {

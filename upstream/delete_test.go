@@ -58,29 +58,42 @@ func TestDeleteNotFoundAfterAServerError(t *testing.T) {
 	tests := []struct {
 		name  string
 		first func(w http.ResponseWriter)
-		gone  bool // want AlreadyDeleted; else ErrNotFound
+		gone  bool                        // want AlreadyDeleted; else ErrNotFound
+		retry func(w http.ResponseWriter) // the second answer; a 404 not_found when nil
 	}{
-		{"502 of a proxy", func(w http.ResponseWriter) { writeJSON(w, http.StatusBadGateway, "<html>Bad Gateway</html>") }, true},
-		{"504 of a proxy", func(w http.ResponseWriter) { writeJSON(w, http.StatusGatewayTimeout, "") }, true},
+		{"502 of a proxy", func(w http.ResponseWriter) { writeJSON(w, http.StatusBadGateway, "<html>Bad Gateway</html>") }, true, nil},
+		{"504 of a proxy", func(w http.ResponseWriter) { writeJSON(w, http.StatusGatewayTimeout, "") }, true, nil},
 		{"503 of the upstream", func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusServiceUnavailable, envelope("service_unavailable", "down", "r1"))
-		}, true},
+		}, true, nil},
 		{"500 of the upstream", func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusInternalServerError, envelope("internal_error", "oops", "r1"))
-		}, true},
+		}, true, nil},
 		{"429", func(w http.ResponseWriter) {
 			writeJSON(w, http.StatusTooManyRequests, envelope("rate_limited", "slow down", "r1"))
-		}, false},
+		}, false, nil},
+		// The contract publishes no code for an unknown resource: a 404 is
+		// read by its status, whatever its code says or without a body.
+		// Before, only not_found counted, and these failed as unknown.
+		{"502, then a 404 of another code", func(w http.ResponseWriter) { writeJSON(w, http.StatusBadGateway, "") }, true,
+			func(w http.ResponseWriter) {
+				writeJSON(w, http.StatusNotFound, envelope("resource_missing", "No such budget", "r2"))
+			}},
+		{"502, then a bare 404", func(w http.ResponseWriter) { writeJSON(w, http.StatusBadGateway, "") }, true,
+			func(w http.ResponseWriter) { writeJSON(w, http.StatusNotFound, "") }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
-				if n == 1 {
+				switch {
+				case n == 1:
 					tc.first(w)
-					return
+				case tc.retry != nil:
+					tc.retry(w)
+				default:
+					writeJSON(w, http.StatusNotFound, envelope("not_found", "Budget not found", "r2"))
 				}
-				writeJSON(w, http.StatusNotFound, envelope("not_found", "Budget not found", "r2"))
 			})
 			c := newTestClient(t, f.URL)
 			got, err := c.Budgets.Delete(keyCtx(t), "bud_1")
