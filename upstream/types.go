@@ -410,14 +410,20 @@ func (r HistoryRow) Number(col string) (float64, bool) {
 	return f, true
 }
 
-// Date reads column col as the contract's numeric YYYYMMDD date.
+// Date reads column col as the contract's numeric YYYYMMDD date: a JSON
+// number read by its value, however it is written (20260531, 20260531.0,
+// 2.0260531e7), as every integer of an answer is (readInt).
 func (r HistoryRow) Date(col string) (Date, error) {
 	v, ok := r[col]
 	if !ok {
 		return Date{}, fmt.Errorf("history row has no column %q", col)
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil || n < 10000101 || n > 99991231 {
+	var n int64
+	integral := false
+	if len(v) > 0 && (v[0] == '-' || '0' <= v[0] && v[0] <= '9') && json.Valid(v) { // a JSON number
+		n, integral, ok = intValue(v)
+	}
+	if !integral || !ok || n < 10000101 || n > 99991231 {
 		return Date{}, fmt.Errorf("history column %q is %s, not a YYYYMMDD number", col, v)
 	}
 	s := fmt.Sprintf("%04d-%02d-%02d", n/10000, n/100%100, n%100)

@@ -318,7 +318,8 @@ func TestHistoryRow(t *testing.T) {
 	var row upstream.HistoryRow
 	if err := json.Unmarshal([]byte(`{"product_product_name":"Amazon EC2","usage_date":20260531,"cost":12.5,`+
 		`"neg":-0.25,"exp":1e3,"text_number":"12","null":null,"bool":true,"bad_day":20260230,"month_zero":20260001,`+
-		`"short":2026053,"float_day":20260531.5,"string_day":"20260531","huge":1e400,"obj":{"a":1}}`), &row); err != nil {
+		`"short":2026053,"float_day":20260531.5,"string_day":"20260531","huge":1e400,"obj":{"a":1},`+
+		`"day_point_zero":20260531.0,"day_exp":2.0260531e7,"day_big_exp":20260531E0}`), &row); err != nil {
 		t.Fatal(err)
 	}
 	type strRes struct {
@@ -409,6 +410,11 @@ func TestHistoryRow(t *testing.T) {
 		wantErr bool
 	}{
 		{col: "usage_date", want: ymd(2026, 5, 31)},
+		// A number is read by its value, however it is written, as every
+		// integer of an answer is; before, only plain digits were a date.
+		{col: "day_point_zero", want: ymd(2026, 5, 31)},
+		{col: "day_exp", want: ymd(2026, 5, 31)},
+		{col: "day_big_exp", want: ymd(2026, 5, 31)},
 		{col: "bad_day", wantErr: true},
 		{col: "month_zero", wantErr: true},
 		{col: "short", wantErr: true},
