@@ -40,6 +40,16 @@ var inputCases = []errorCase{
 		code: "BAD_USER_INPUT", up: &upstreamErr{code: "validation_error", status: 400},
 		path: []any{"budgetLookback"}, data: `{"budgetLookback":null}`,
 	},
+	{
+		// 0 is sent, for the upstream to refuse; it was left out, and the
+		// answer was of the upstream's default of 3 months instead.
+		name: "zero months the upstream refuses", key: sim.DemoKey, query: qLookback,
+		vars: func(f fixture) map[string]any {
+			return map[string]any{"in": map[string]any{"explorerReportId": f.reportID, "startDate": "2026-01-01", "lookbackPeriod": 0}}
+		},
+		code: "BAD_USER_INPUT", up: &upstreamErr{code: "validation_error", status: 400},
+		path: []any{"budgetLookback"}, data: `{"budgetLookback":null}`,
+	},
 }
 
 func TestErrorsOfInputValues(t *testing.T) {

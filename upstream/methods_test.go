@@ -268,7 +268,7 @@ func methodCases() []methodCase {
 			name: "Budgets.Lookback", op: "budgetLookbackPost",
 			call: func(ctx context.Context, c *upstream.Client) (any, error) {
 				return c.Budgets.Lookback(ctx, &upstream.LookbackRequest{
-					ExplorerReportID: "rpt_1", StartDate: ymd(2026, 1, 1), LookbackPeriod: 3,
+					ExplorerReportID: "rpt_1", StartDate: ymd(2026, 1, 1), LookbackPeriod: pointerTo(3),
 				})
 			},
 			method: "POST", path: "/v1/budgets/lookback",
@@ -276,6 +276,22 @@ func methodCases() []methodCase {
 			answer: `{"data":{"periods":[{"periodKey":"2025-12","actual":15200.5}]}}`,
 			want: func(t *testing.T) any {
 				return &upstream.Lookback{Periods: []upstream.LookbackPeriod{{PeriodKey: "2025-12", Actual: 15200.5}}}
+			},
+		},
+		{
+			// A number set to 0 is sent: left out, it was the upstream's
+			// default, an answer to another question than the one asked.
+			name: "Budgets.Lookback of zero periods", op: "budgetLookbackPost",
+			call: func(ctx context.Context, c *upstream.Client) (any, error) {
+				return c.Budgets.Lookback(ctx, &upstream.LookbackRequest{
+					ExplorerReportID: "rpt_1", StartDate: ymd(2026, 1, 1), LookbackPeriod: pointerTo(0), NumberOfPeriods: pointerTo(0),
+				})
+			},
+			method: "POST", path: "/v1/budgets/lookback",
+			body:   `{"explorerReportId":"rpt_1","startDate":"2026-01-01","lookbackPeriod":0,"numberOfPeriods":0}`,
+			answer: `{"data":{"periods":[]}}`,
+			want: func(t *testing.T) any {
+				return &upstream.Lookback{Periods: []upstream.LookbackPeriod{}}
 			},
 		},
 		{
@@ -361,8 +377,12 @@ func methodCases() []methodCase {
 func TestMethodsSendContractRequests(t *testing.T) {
 	t.Parallel()
 	cases := methodCases()
-	if len(cases) != 17 {
-		t.Fatalf("methodCases has %d operations, want the contract's 17", len(cases))
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		covered[tc.op] = true
+	}
+	if len(covered) != 17 {
+		t.Fatalf("methodCases has %d operations, want the contract's 17", len(covered))
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

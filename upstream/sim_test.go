@@ -200,7 +200,7 @@ func TestSimReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		lb, err := c.Budgets.Lookback(ctx, &upstream.LookbackRequest{
-			ExplorerReportID: d.Budget.ExplorerReportID, StartDate: ymd(2026, 6, 1), LookbackPeriod: 4,
+			ExplorerReportID: d.Budget.ExplorerReportID, StartDate: ymd(2026, 6, 1), LookbackPeriod: pointerTo(4),
 		})
 		if err != nil {
 			t.Fatal(err)

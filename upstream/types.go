@@ -242,13 +242,15 @@ type BudgetPlanning struct {
 	Plannings []Planning `json:"plannings"`
 }
 
-// LookbackRequest is the body of budgetLookbackPost.
+// LookbackRequest is the body of budgetLookbackPost. A nil member is left
+// out, for the upstream's default; any number set is sent as it is, 0
+// included, for the upstream to take or refuse.
 type LookbackRequest struct {
 	ExplorerReportID string `json:"explorerReportId"`
 	StartDate        Date   `json:"startDate"`
 	Period           string `json:"period,omitempty"`
-	LookbackPeriod   int    `json:"lookbackPeriod,omitempty"`
-	NumberOfPeriods  int    `json:"numberOfPeriods,omitempty"`
+	LookbackPeriod   *int   `json:"lookbackPeriod,omitempty"`
+	NumberOfPeriods  *int   `json:"numberOfPeriods,omitempty"`
 }
 
 // Lookback is the answer of both lookback operations. Decoding requires

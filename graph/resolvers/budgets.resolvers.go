@@ -124,12 +124,8 @@ func (r queryResolver) BudgetLookback(ctx context.Context, input model.BudgetLoo
 	if v := input.Period.Value(); v != nil {
 		req.Period = *v
 	}
-	if v := input.LookbackPeriod.Value(); v != nil {
-		req.LookbackPeriod = *v
-	}
-	if v := input.NumberOfPeriods.Value(); v != nil {
-		req.NumberOfPeriods = *v
-	}
+	req.LookbackPeriod = input.LookbackPeriod.Value()
+	req.NumberOfPeriods = input.NumberOfPeriods.Value()
 	return r.Client.Budgets.Lookback(ctx, req)
 }
 
