@@ -11,11 +11,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -143,10 +143,11 @@ func budgetAnswer(b *upstream.Budget, m *upstream.BudgetMetrics, a *upstream.Bud
 		out.Status = b.Status
 	}
 	act := &actualsOut{ByPeriod: periods(a.AccountActualsByPeriod)}
+	var total model.DecimalSum
 	for _, p := range act.ByPeriod {
-		act.Total += p.Amount
+		total.Add(p.Amount)
 	}
-	act.Total = math.Round(act.Total*100) / 100
+	act.Total = total.Value()
 	out.Actuals = act
 	out.Plannings = make([]planningOut, len(b.Plannings))
 	for i := range b.Plannings {

@@ -2128,7 +2128,7 @@ type BudgetActuals {
   byPeriod: [PeriodAmount!]!
   "Actuals per planning row, sorted by the rows' REST ids."
   byPlanning: [PlanningActuals!]!
-  "The sum of ` + "`" + `byPeriod` + "`" + `, rounded to the cent."
+  "The sum of ` + "`" + `byPeriod` + "`" + `, exact to the last decimal of its amounts."
   total: Float!
 }
 

@@ -38,7 +38,7 @@ type BudgetActuals struct {
 	ByPeriod []PeriodAmount `json:"byPeriod"`
 	// Actuals per planning row, sorted by the rows' REST ids.
 	ByPlanning []PlanningActuals `json:"byPlanning"`
-	// The sum of `byPeriod`, rounded to the cent.
+	// The sum of `byPeriod`, exact to the last decimal of its amounts.
 	Total float64 `json:"total"`
 }
 

@@ -446,3 +446,64 @@ func CheckFloat(f float64) {
 func UnmarshalFloat(v any) (float64, error) {
 	return graphql.UnmarshalFloat(v)
 }
+
+// A DecimalSum adds amounts as the decimals they are, rather than as the
+// float64s that hold them: its Value has the float noise of the sum
+// dropped and every digit of the amounts kept.
+type DecimalSum struct {
+	sum    float64
+	digits int // the most decimals of an amount added
+}
+
+// Add adds v.
+func (s *DecimalSum) Add(v float64) {
+	s.sum += v
+	s.digits = max(s.digits, decimals(v))
+}
+
+// Value returns the sum: infinite when it is past float64's range.
+func (s DecimalSum) Value() float64 { return roundTo(s.sum, s.digits) }
+
+// decimals returns how many digits v has after the point, written as the
+// shortest decimal that reads back as v; 2 for any of at most two, the
+// amounts of money most answers hold, found without strconv's search for
+// the shortest digits (as appendFloat does).
+func decimals(v float64) int {
+	if math.IsInf(v, 0) || math.IsNaN(v) { // no decoded amount is either
+		return 0
+	}
+	if c := v * 100; c > -1e15 && c < 1e15 && math.Round(c)/100 == v {
+		return 2
+	}
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], v, 'e', -1, 64) // d[.ddd]e±xx
+	e := bytes.IndexByte(b, 'e')
+	frac := 0
+	if dot := bytes.IndexByte(b[:e], '.'); dot >= 0 {
+		frac = e - dot - 1
+	}
+	exp := 0
+	for _, c := range b[e+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if b[e+1] == '-' {
+		exp = -exp
+	}
+	return max(frac-exp, 0)
+}
+
+// roundTo rounds a sum of decimals of at most digits decimals each to
+// those digits, which is its exact value: the float noise of adding them
+// goes (0.1 + 0.2 is 0.3, not 0.30000000000000004) and every digit they
+// have stays (a sub-cent amount, a currency of three decimals). A sum of
+// more significant digits than a float64 holds exactly is left as added.
+func roundTo(sum float64, digits int) float64 {
+	if digits > 15 {
+		return sum
+	}
+	p := math.Pow10(digits) // exact: at most 10^15
+	if c := sum * p; c > -1e15 && c < 1e15 {
+		return math.Round(c) / p
+	}
+	return sum
+}

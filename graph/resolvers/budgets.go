@@ -90,13 +90,13 @@ func periodAmounts(m map[string]float64) []model.PeriodAmount {
 // float64's range are refused as a bad upstream answer.
 func actualsModel(a *upstream.BudgetActuals, byPlanning bool) (*model.BudgetActuals, error) {
 	out := &model.BudgetActuals{ByPeriod: periodAmounts(a.AccountActualsByPeriod)}
+	var total model.DecimalSum
 	for _, p := range out.ByPeriod {
-		out.Total += p.Amount
+		total.Add(p.Amount)
 	}
-	if math.IsInf(out.Total, 0) {
+	if out.Total = total.Value(); math.IsInf(out.Total, 0) {
 		return nil, fmt.Errorf("%w: the budget's actuals add up to more than a float64 holds", upstream.ErrBadResponse)
 	}
-	out.Total = math.Round(out.Total*100) / 100 // amounts are cents; drop float noise
 	if !byPlanning {
 		out.ByPlanning = []model.PlanningActuals{}
 		return out, nil
