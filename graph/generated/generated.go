@@ -2141,7 +2141,7 @@ type PlanningActuals {
 }
 
 """
-A page of budgets, oldest first. Its cursors are the gateway's, signed: each says which upstream page (by the
+A page of budgets, in upstream order. Its cursors are the gateway's, signed: each says which upstream page (by the
 upstream's opaque cursor) the next record is on and how many of that page's records to skip, so every edge's cursor
 resumes right after its record without refetching what came before.
 """
@@ -2164,7 +2164,7 @@ type BudgetEdge {
 
 "The monthly costs of a report before a start date. No identity of its own."
 type BudgetLookback {
-  "The months, oldest first."
+  "The months, in the order the upstream sends them."
   periods: [LookbackPeriod!]!
 }
 
@@ -2194,7 +2194,7 @@ input BudgetLookbackInput {
 
 extend type Query {
   """
-  Budgets, oldest first (` + "`" + `listBudgets` + "`" + `). ` + "`" + `first` + "`" + ` (default 50, at most 500) above the upstream's page of 200 walks
+  Budgets in upstream order (` + "`" + `listBudgets` + "`" + `). ` + "`" + `first` + "`" + ` (default 50, at most 500) above the upstream's page of 200 walks
   upstream pages: ceil(first / 200) calls, one more when resuming from a cursor. Forward only: the upstream cannot
   page backwards.
   """
@@ -2613,7 +2613,7 @@ enum ImplementationEffort {
 }
 
 """
-A page of recommendations, most saving first. Its cursors are the gateway's, signed: each names the upstream page
+A page of recommendations, in upstream order. Its cursors are the gateway's, signed: each names the upstream page
 (by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as ` + "`" + `after` + "`" + `.
 """
 type RecommendationConnection {
@@ -2681,7 +2681,7 @@ enum DetectionSource {
 }
 
 """
-A page of anomalies, most recent first. Its cursors are the gateway's, signed: each names the upstream page (by the
+A page of anomalies, in upstream order. Its cursors are the gateway's, signed: each names the upstream page (by the
 upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as ` + "`" + `after` + "`" + `.
 """
 type AnomalyConnection {
@@ -2740,7 +2740,7 @@ type ScheduledNotification implements Node {
   recurrenceFrequencyRaw: String!
   "The time zone the schedule is kept in, an IANA name such as ` + "`" + `America/New_York` + "`" + `."
   recurrenceTimezone: String!
-  "The weekday of a weekly schedule: 0 is Sunday, 6 Saturday."
+  "The weekday of a weekly schedule, as the upstream numbers it (0 is Sunday in the simulator)."
   recurrenceWeekday: Int!
   "The day of the month of a monthly schedule, 1 to 31; null for other schedules."
   recurrenceDayOfMonth: Int
@@ -2808,7 +2808,7 @@ enum NotificationStatus {
 }
 
 """
-A page of scheduled notifications, oldest first. Its cursors are the gateway's, signed: each names the upstream page
+A page of scheduled notifications, in upstream order. Its cursors are the gateway's, signed: each names the upstream page
 (by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as ` + "`" + `after` + "`" + `.
 """
 type ScheduledNotificationConnection {

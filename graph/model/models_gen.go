@@ -13,7 +13,7 @@ import (
 	"github.com/costgw/gateway/upstream"
 )
 
-// A page of anomalies, most recent first. Its cursors are the gateway's, signed: each names the upstream page (by the
+// A page of anomalies, in upstream order. Its cursors are the gateway's, signed: each names the upstream page (by the
 // upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as `after`.
 type AnomalyConnection struct {
 	// The anomalies of the page, each with its cursor.
@@ -42,7 +42,7 @@ type BudgetActuals struct {
 	Total float64 `json:"total"`
 }
 
-// A page of budgets, oldest first. Its cursors are the gateway's, signed: each says which upstream page (by the
+// A page of budgets, in upstream order. Its cursors are the gateway's, signed: each says which upstream page (by the
 // upstream's opaque cursor) the next record is on and how many of that page's records to skip, so every edge's cursor
 // resumes right after its record without refetching what came before.
 type BudgetConnection struct {
@@ -227,7 +227,7 @@ type QueryCost struct {
 	MaxUpstreamCalls *int `json:"maxUpstreamCalls,omitempty"`
 }
 
-// A page of recommendations, most saving first. Its cursors are the gateway's, signed: each names the upstream page
+// A page of recommendations, in upstream order. Its cursors are the gateway's, signed: each names the upstream page
 // (by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as `after`.
 type RecommendationConnection struct {
 	// The recommendations of the page, each with its cursor.
@@ -246,7 +246,7 @@ type RecommendationEdge struct {
 	Node *upstream.Recommendation `json:"node"`
 }
 
-// A page of scheduled notifications, oldest first. Its cursors are the gateway's, signed: each names the upstream page
+// A page of scheduled notifications, in upstream order. Its cursors are the gateway's, signed: each names the upstream page
 // (by the upstream's opaque cursor) and how many of its records to skip, so every edge's cursor is valid as `after`.
 type ScheduledNotificationConnection struct {
 	// The notifications of the page, each with its cursor.
