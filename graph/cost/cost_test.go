@@ -215,7 +215,7 @@ func fieldTable() []byte {
 		case f.NewBudget && f.Needs != 0:
 			calls = "1, plus the budget's selection's per-budget reads"
 		case f.Uncounted:
-			calls = "per budget, only for a budget record that came without its planning rows"
+			calls = "per budget, only for a budget record that came without its planning rows, within what `-max-cost` leaves over the estimate"
 		case f.Needs != 0:
 			calls = "per budget, shared with every field that needs it"
 		default:

@@ -69,6 +69,34 @@ type Loaders struct {
 	anomalies       lazy[struct{}, []upstream.Anomaly]
 	notifications   lazy[struct{}, []upstream.ScheduledNotification]
 	budgets         lazy[struct{}, []upstream.Budget]
+
+	// unestimated holds the keys of the reads the operation's cost
+	// estimate did not count (AllowUnestimated).
+	unestimated struct {
+		sync.Mutex
+		keys map[string]struct{}
+	}
+}
+
+// AllowUnestimated reports whether a read the operation's cost estimate did
+// not count may be made for key: yes for a key allowed before in the
+// request, and for at most allow keys in all. The one such read is the
+// planning grid of a budget record that came without its rows.
+func (l *Loaders) AllowUnestimated(key string, allow int) bool {
+	u := &l.unestimated
+	u.Lock()
+	defer u.Unlock()
+	if _, ok := u.keys[key]; ok {
+		return true
+	}
+	if len(u.keys) >= allow {
+		return false
+	}
+	if u.keys == nil {
+		u.keys = map[string]struct{}{}
+	}
+	u.keys[key] = struct{}{}
+	return true
 }
 
 // lazy is a loader made on first use. Each accessor makes its loader in

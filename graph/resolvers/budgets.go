@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/upstream"
@@ -51,12 +54,37 @@ func budgetActuals(ctx context.Context, id string) (*upstream.BudgetActuals, err
 }
 
 // budgetPlannings returns a budget's planning rows: from the record when it
-// carries them, otherwise from its planning grid.
+// carries them, otherwise from its planning grid, if unestimatedGrid allows.
 func budgetPlannings(ctx context.Context, b *upstream.Budget) ([]upstream.Planning, error) {
 	if b.Plannings != nil {
 		return b.Plannings, nil
 	}
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := unestimatedGrid(ctx, l, b.ID); err != nil {
+		return nil, err
+	}
 	return planningGrid(ctx, b.ID)
+}
+
+// unestimatedGrid says whether the planning grid of budget id, whose record
+// came without its rows, may be read. The contract's budget records carry
+// their rows, so the cost estimate counts no such read: those of a request
+// are bounded by what -max-cost leaves over its estimate, and no operation
+// makes more upstream calls than -max-cost (docs/upstream.md). Past that,
+// the budget's plannings are an upstream error, as the record's gap is.
+func unestimatedGrid(ctx context.Context, l *loaders.Loaders, id string) error {
+	if !graphql.HasOperationContext(ctx) {
+		return nil
+	}
+	c := limits.CostOf(graphql.GetOperationContext(ctx))
+	if c.Max <= 0 || l.AllowUnestimated(id, c.Max-c.Estimated) {
+		return nil
+	}
+	return fmt.Errorf("%w: budget %s came without its planning rows, and reading its planning grid would take "+
+		"the operation past its limit of %d upstream calls", upstream.ErrBadResponse, id, c.Max)
 }
 
 // planningGrid loads a budget's planning grid through the loader.

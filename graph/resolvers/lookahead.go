@@ -61,7 +61,8 @@ type readsKey string
 
 // start starts the reads r of budget b; the loaders keep the answers for the
 // fields that ask, so the returned waits are not needed here. The planning
-// grid is read only for a record that came without its rows.
+// grid is read only for a record that came without its rows, within
+// unestimatedGrid's bound.
 func start(ctx context.Context, l *loaders.Loaders, r cost.Read, b *upstream.Budget) {
 	if r&cost.Detail != 0 {
 		l.Budget().Load(ctx, b.ID)
@@ -69,7 +70,7 @@ func start(ctx context.Context, l *loaders.Loaders, r cost.Read, b *upstream.Bud
 	if r&cost.Actuals != 0 {
 		l.Actuals().Load(ctx, b.ID)
 	}
-	if r&cost.Planning != 0 && b.Plannings == nil {
+	if r&cost.Planning != 0 && b.Plannings == nil && unestimatedGrid(ctx, l, b.ID) == nil {
 		l.Planning().Load(ctx, b.ID)
 	}
 }
