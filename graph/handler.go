@@ -179,11 +179,16 @@ func NewHandler(o Options) http.Handler {
 // written by admission, the deadline guard and the transport all carry them.
 func private(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Add("Vary", "Authorization")
+		MarkPrivate(w.Header())
 		next.ServeHTTP(w, r)
 	})
+}
+
+// MarkPrivate sets the headers of private in h, for an answer of the
+// endpoint written before its handler runs (the server's rate limit).
+func MarkPrivate(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Add("Vary", "Authorization")
 }
 
 // withCaller puts what identifies the caller into the request context: the

@@ -118,6 +118,7 @@ func allowed(ctx context.Context, w http.ResponseWriter, r *http.Request, limite
 	if key == "" {
 		who = "requests without an API key are"
 	}
+	graph.MarkPrivate(w.Header())
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retryAfter.Seconds(), 1)))))
 	codes.Write(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
 		"%s over the gateway's rate limit of %d requests a second; retry after Retry-After", who, perSecond).

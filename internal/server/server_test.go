@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1018,6 +1019,10 @@ func TestRateLimit(t *testing.T) {
 			case http.StatusTooManyRequests:
 				if ra := resp.Header.Get("Retry-After"); ra != "1" {
 					t.Errorf("429 with Retry-After %q, want 1", ra)
+				}
+				// As every answer of the endpoint: it lacked the Vary.
+				if h := resp.Header; h.Get("Cache-Control") != "no-store" || !slices.Contains(h.Values("Vary"), "Authorization") {
+					t.Errorf("429 with Cache-Control %q, Vary %q; want no-store and Authorization", h.Get("Cache-Control"), h.Values("Vary"))
 				}
 				return true
 			case http.StatusOK:
