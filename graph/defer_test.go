@@ -1,12 +1,16 @@
 package graph_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/costgw/gateway/upstream/sim"
 )
@@ -51,5 +55,36 @@ func TestDeferWithoutMultipartIsOneAnswer(t *testing.T) {
 	got := e.query(t, sim.DemoKey, deferred, nil)
 	if len(want.Errors)+len(got.Errors) > 0 || string(got.Data) != string(want.Data) {
 		t.Errorf("with @defer, one answer:\n%s\nwithout:\n%s", got.raw, want.raw)
+	}
+}
+
+// Nested @defer fragments end: each deferred field is delivered once, and
+// the last part says hasNext false. Before, a field deferred twice under
+// one label (nested fragments without labels, or siblings with the same
+// one) was counted twice and delivered once, so the answer never ended:
+// the request held its place in -requests-in-flight past its deadline,
+// and 32 of them stopped the gateway.
+func TestNestedDeferEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, q := range []string{
+		`{ budgets(first: 1) { nodes { ... @defer { name ... @defer { metrics { totalTarget } } } } } }`,
+		`{ budgets(first: 1) { nodes { ... @defer(label: "a") { metrics { totalTarget } } ... @defer(label: "a") { metrics { totalTarget } } } } }`,
+		`{ budgets(first: 1) { nodes { ... @defer(label: "a") { name ... @defer(label: "b") { metrics { totalTarget } } } } } }`,
+	} {
+		body, _ := json.Marshal(map[string]any{"query": q})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "multipart/mixed")
+		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		cancel()
+		out := rec.Body.String()
+		if !strings.HasSuffix(out, "--graphql--\r\n") || !strings.Contains(out, `"hasNext":false`) ||
+			!strings.Contains(out, `{"metrics":{"totalTarget":`) {
+			t.Errorf("%s\nanswered, by its deadline:\n%s", q, out)
+		}
 	}
 }

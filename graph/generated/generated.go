@@ -1796,7 +1796,12 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				data = ec._Query(ctx, opCtx.Operation.SelectionSet)
 			} else {
 				if atomic.LoadInt32(&ec.PendingDeferred) > 0 {
-					result := <-ec.DeferredResults
+					var result graphql.DeferredResult
+					select {
+					case result = <-ec.DeferredResults:
+					case <-ctx.Done():
+						return nil
+					}
 					atomic.AddInt32(&ec.PendingDeferred, -1)
 					data = result.Result
 					response.Path = result.Path
@@ -8822,14 +8827,7 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -8898,14 +8896,7 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -9220,14 +9211,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -9343,14 +9327,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -9386,14 +9363,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -9429,14 +9399,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -9472,14 +9435,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -10443,14 +10399,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -10486,14 +10435,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -10529,14 +10471,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -10572,14 +10507,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -10615,14 +10543,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -10778,14 +10699,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -11039,14 +10953,7 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -11893,14 +11800,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -11944,14 +11844,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -11999,14 +11892,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -12055,14 +11941,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					return innerFunc(ctx, &dfs.Invalids)
 				})
 
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 
 				// don't run the out.Concurrently() call below
 				out.Values[i] = graphql.Null
@@ -12760,14 +12639,7 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -12822,14 +12694,7 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -13112,14 +12977,7 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -13852,14 +13710,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					}
 					return res
 				})
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
+				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -14641,6 +14492,25 @@ type objectOut struct {
 type laterLeaf struct{}
 
 func (laterLeaf) MarshalGQL(io.Writer) { panic("a later leaf is written by its objectOut") }
+
+// deferInViews adds field i of fs to the view of each label it is deferred
+// under, once per label: a field deferred twice under one label (nested
+// @defer fragments without labels, or two with the same) is one index of
+// one view. gqlgen added it once per fragment, and the view, counting the
+// field twice and told of it once, never completed: the answer hung.
+func deferInViews(fs *graphql.FieldSet, views map[string]*graphql.FieldSetView, field graphql.CollectedField, i int) {
+	for j, d := range field.Deferrables {
+		if slices.ContainsFunc(field.Deferrables[:j], func(e *graphql.Deferrable) bool { return e.Label == d.Label }) {
+			continue
+		}
+		view, ok := views[d.Label]
+		if !ok {
+			view = fs.NewView()
+			views[d.Label] = view
+		}
+		view.AddIndices(i)
+	}
+}
 
 type objectOutDelayed struct {
 	i int
