@@ -57,8 +57,8 @@ func (p presenter) present(ctx context.Context, err error) *gqlerror.Error {
 // becomes INTERNAL without its value or stack reaching the caller.
 func (p presenter) recover(ctx context.Context, v any) error {
 	op := ""
-	if oc := graphql.GetOperationContext(ctx); oc != nil {
-		op = operationName(oc)
+	if graphql.HasOperationContext(ctx) { // not before the operation is made (gqlgen's server recovers there too)
+		op = operationName(graphql.GetOperationContext(ctx))
 	}
 	if p.onPanic != nil {
 		p.onPanic("resolver")

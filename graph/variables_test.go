@@ -84,3 +84,49 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 		}
 	}
 }
+
+// A variable the request sets to null is refused where the operation uses
+// it for a value of a non-null type: a nullable variable with a default may
+// stand there (All Variable Usages Are Allowed), null may not
+// (CoerceArgumentValues). Before, @skip(if: $s) with $s null panicked twice
+// and answered 500, without a key too; an input argument got its zero
+// value, and an empty body went upstream.
+func TestNullWhereNonNullIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for name, tc := range map[string]struct {
+		query, variable string
+	}{
+		"@skip(if:)":                  {`query($s: Boolean = true) { __typename @skip(if: $s) }`, "s"},
+		"@include(if:) in a fragment": {`query($s: Boolean = true) { ...F } fragment F on Query { __typename @include(if: $s) }`, "s"},
+		"an input argument": {`query($i: BudgetLookbackInput = {explorerReportId: "rpt_1", startDate: "2026-01-01"}) {
+			budgetLookback(input: $i) { periods { periodKey } } }`, "i"},
+		"an input field": {`query($r: String = "rpt_1") {
+			budgetLookback(input: {explorerReportId: $r, startDate: "2026-01-01"}) { periods { periodKey } } }`, "r"},
+		"a list element":       {`query($id: ID = "QnVkZ2V0OjE=") { nodes(ids: [$id]) { id } }`, "id"},
+		"an introspection arg": {`query($n: String = "Budget") { __type(name: $n) { name } }`, "n"},
+	} {
+		for _, key := range []string{sim.DemoKey, ""} {
+			body, _ := json.Marshal(map[string]any{"query": tc.query, "variables": map[string]any{tc.variable: nil}})
+			req := postRequest(body, key)
+			req.Header.Set("Accept", "application/graphql-response+json")
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			r := decode(t, rec)
+			if rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
+				t.Errorf("%s (key %q): %d %s", name, key, rec.Code, rec.Body)
+			} else if p := r.Errors[0].Path; len(p) != 2 || p[0] != "variable" || p[1] != tc.variable {
+				t.Errorf("%s: the error's path %v does not name $%s", name, p, tc.variable)
+			}
+		}
+	}
+	if calls := e.calls.take(); len(calls) != 0 {
+		t.Errorf("refused variables made upstream calls: %v", calls)
+	}
+	// Null where null may be is the value null: first: null is the default.
+	var got struct{ Budgets struct{ Nodes []any } }
+	e.mustQuery(t, sim.DemoKey, `query($n: Int = 2) { budgets(first: $n) { nodes { id } } }`, map[string]any{"n": nil}, &got)
+	if len(got.Budgets.Nodes) < 3 {
+		t.Errorf("first: null gave %d budgets, want the default page", len(got.Budgets.Nodes))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/vektah/gqlparser/v2/ast"
@@ -41,7 +42,92 @@ func checkVariables(schema *ast.Schema, op *ast.OperationDefinition, vars map[st
 		}
 		return withCode(gqlerror.ErrorPathf(path, "%s", bad.msg), codes.ValidationFailed)
 	}
-	return nil
+	return nullWhereNonNull(op, vars)
+}
+
+// nullWhereNonNull refuses a variable the request set to null that op uses
+// where a value of a non-null type is expected. A nullable variable with a
+// default may stand there (the spec's All Variable Usages Are Allowed), but
+// its value null may not (CoerceArgumentValues): gqlgen would hand the
+// resolver the type's zero value, or panic on @skip(if: null). The walk runs
+// only for a request that sets a nullable variable to null.
+func nullWhereNonNull(op *ast.OperationDefinition, vars map[string]any) *gqlerror.Error {
+	var null []string
+	for _, d := range op.VariableDefinitions {
+		if v, set := vars[d.Variable]; set && v == nil && !d.Type.NonNull {
+			null = append(null, d.Variable)
+		}
+	}
+	if len(null) == 0 {
+		return nil
+	}
+	var inValue func(*ast.Value) *ast.Value
+	inValue = func(v *ast.Value) *ast.Value {
+		if v == nil {
+			return nil
+		}
+		if v.Kind == ast.Variable && v.ExpectedType != nil && v.ExpectedType.NonNull && slices.Contains(null, v.Raw) {
+			return v
+		}
+		for _, c := range v.Children {
+			if u := inValue(c.Value); u != nil {
+				return u
+			}
+		}
+		return nil
+	}
+	inDirectives := func(list ast.DirectiveList) *ast.Value {
+		for _, d := range list {
+			for _, a := range d.Arguments {
+				if u := inValue(a.Value); u != nil {
+					return u
+				}
+			}
+		}
+		return nil
+	}
+	seen := map[*ast.FragmentDefinition]bool{}
+	var inSet func(ast.SelectionSet) *ast.Value
+	inSet = func(set ast.SelectionSet) *ast.Value {
+		for _, sel := range set {
+			var u *ast.Value
+			switch s := sel.(type) {
+			case *ast.Field:
+				for _, a := range s.Arguments {
+					if u = inValue(a.Value); u != nil {
+						break
+					}
+				}
+				if u == nil {
+					if u = inDirectives(s.Directives); u == nil {
+						u = inSet(s.SelectionSet)
+					}
+				}
+			case *ast.InlineFragment:
+				if u = inDirectives(s.Directives); u == nil {
+					u = inSet(s.SelectionSet)
+				}
+			case *ast.FragmentSpread:
+				if u = inDirectives(s.Directives); u == nil && s.Definition != nil && !seen[s.Definition] {
+					seen[s.Definition] = true
+					u = inSet(s.Definition.SelectionSet)
+				}
+			}
+			if u != nil {
+				return u
+			}
+		}
+		return nil
+	}
+	u := inDirectives(op.Directives)
+	if u == nil {
+		u = inSet(op.SelectionSet)
+	}
+	if u == nil {
+		return nil
+	}
+	return withCode(gqlerror.ErrorPathf(ast.Path{ast.PathName("variable"), ast.PathName(u.Raw)},
+		"$%s is null, but the operation uses it where a value of type %s is expected", u.Raw, u.ExpectedType), codes.ValidationFailed)
 }
 
 // badValue is a value that does not coerce: what is wrong, and where below
