@@ -157,6 +157,11 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	// A redirect is answered, not followed: net/http would send it on with
+	// the caller's Authorization header to another port of the same host,
+	// or from https to http. The contract has none, so a 3xx is a failed
+	// call, and the key goes nowhere but the upstream it belongs to.
+	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.Recommendations = &RecommendationsService{c}
 	c.Anomalies = &AnomaliesService{c}
 	c.Explorer = &ExplorerService{c}

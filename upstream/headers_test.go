@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -161,5 +162,33 @@ func TestRequestsWithoutABodySendNoBodyHeaders(t *testing.T) {
 		if bodyHeaders(head) {
 			t.Errorf("a request without a body sent a body's headers:\n%s", head)
 		}
+	}
+}
+
+// A redirect is not followed: the bearer key goes to the upstream and
+// nowhere else, and a 3xx is a failed call. Before, Go's client followed it
+// with the Authorization header to any port of the same host (or from
+// https to http), so an upstream, or whatever answered in its place,
+// could send every caller's key elsewhere.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	elsewhere := newFake(t, answer(http.StatusOK, `{"data":[],"pagination":{"limit":50,"has_more":false,"next_cursor":null}}`))
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
+		})
+		for _, client := range []*upstream.Client{
+			newTestClient(t, f.URL),
+			newTestClient(t, f.URL, upstream.WithHTTPClient(&http.Client{Transport: upstream.NewTransport()})),
+		} {
+			_, err := client.Budgets.List(keyCtx(t), nil)
+			var ue *upstream.Error
+			if !errors.As(err, &ue) || ue.Status != status {
+				t.Errorf("%d: err = %v, want an upstream error of status %d", status, err, status)
+			}
+		}
+	}
+	if n := elsewhere.count(); n != 0 {
+		t.Errorf("the redirect's target saw %d requests, want none", n)
 	}
 }
