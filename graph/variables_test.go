@@ -130,3 +130,31 @@ func TestNullWhereNonNullIsRefused(t *testing.T) {
 		t.Errorf("first: null gave %d budgets, want the default page", len(got.Budgets.Nodes))
 	}
 }
+
+// An Int written in the document is a 32-bit integer, as one sent in a
+// variable is (above): one past that range is a validation error. Before,
+// first: 2147483648 reached the cost estimate, and a lookbackPeriod of
+// 4294967299 was sent upstream.
+func TestIntLiteralsAre32Bit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, q := range []string{
+		`{ budgets(first: 2147483648) { nodes { id } } }`,
+		`{ budgets(first: -2147483649) { nodes { id } } }`,
+		`{ budgetLookback(input: {explorerReportId: "rpt_1", startDate: "2026-01-01", lookbackPeriod: 4294967299}) { periods { periodKey } } }`,
+		`query($n: Int = 99999999999) { budgets(first: $n) { nodes { id } } }`,
+	} {
+		body, _ := json.Marshal(map[string]any{"query": q})
+		req := postRequest(body, sim.DemoKey)
+		req.Header.Set("Accept", "application/graphql-response+json")
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if r := decode(t, rec); rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
+			t.Errorf("%s: %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	if calls := e.calls.take(); len(calls) != 0 {
+		t.Errorf("refused documents made upstream calls: %v", calls)
+	}
+	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 2) { nodes { id } } }`, nil, nil)
+}

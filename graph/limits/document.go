@@ -2,6 +2,7 @@ package limits
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -103,7 +104,27 @@ func (e *Extension) rules() *rules.Rules {
 	if e.DisableIntrospection {
 		r.AddRule(noIntrospection.Name, noIntrospection.RuleFunc)
 	}
+	r.AddRule(intsFit.Name, intsFit.RuleFunc)
 	return r
+}
+
+// intsFit refuses an Int written in the document (an argument, an input
+// field, a list's item, a variable's default) that is not a 32-bit signed
+// integer, as the spec's input coercion of Int does and graphql-js's
+// ValuesOfCorrectTypeRule says; gqlparser's takes any integer, and gqlgen
+// reads it into a Go int. checkVariables does the same for variables.
+var intsFit = core.Rule{
+	Name: "IntsFit",
+	RuleFunc: func(observers *core.Events, addError core.AddErrFunc) {
+		observers.OnValue(func(_ *core.Walker, v *ast.Value) {
+			if v.Kind != ast.IntValue || v.ExpectedType == nil || v.ExpectedType.NamedType != "Int" {
+				return
+			}
+			if _, err := strconv.ParseInt(v.Raw, 10, 32); err != nil {
+				addError(core.Message("Int cannot represent non 32-bit signed integer value: %s", v.Raw), core.At(v.Position))
+			}
+		})
+	},
 }
 
 // quietRules pairs each of gqlgen's rules whose errors can suggest a name
