@@ -187,15 +187,38 @@ func TestMalformedPersistedQueryWithTrustedDocuments(t *testing.T) {
 }
 
 // A request names its document once: a documentId with a query is a bad
-// request, where the query was silently ignored for the trusted document.
+// request, where the query was silently ignored for the trusted document;
+// so are a documentId and a doc_id that differ, and a documentId with a
+// persistedQuery hash, where doc_id, or the documentId, silently won.
 func TestDocumentIDAndQueryTogetherIsABadRequest(t *testing.T) {
 	t.Parallel()
-	m := graph.Manifest{"names-v1": `query Names { budgets(first: 2) { nodes { name } } }`}
+	const q = `query Names { budgets(first: 2) { nodes { name } } }`
+	m := graph.Manifest{"names-v1": q, "doc2": `{ __typename }`}
+	other := `{ budgets(first: 1) { nodes { id } } }`
 	for _, e := range []*env{newEnv(t), newEnv(t, withTrusted(m, false)), newEnv(t, withTrusted(m, true))} {
-		r := e.post(t, bodyOf(map[string]any{"documentId": "names-v1", "query": `{ __typename }`}), "Authorization", "Bearer "+sim.DemoKey)
-		if r.status != 400 || r.code(t) != string(codes.BadRequest) {
-			t.Errorf("%d %s", r.status, r.raw)
+		for name, body := range map[string]map[string]any{
+			"documentId and query":  {"documentId": "names-v1", "query": `{ __typename }`},
+			"documentId and doc_id": {"documentId": "names-v1", "doc_id": "doc2"},
+			"documentId and a hash": {"documentId": "names-v1",
+				"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hashOf(other)}}},
+		} {
+			r := e.post(t, bodyOf(body), "Authorization", "Bearer "+sim.DemoKey)
+			if r.status != 400 || r.code(t) != string(codes.BadRequest) {
+				t.Errorf("%s: %d %s", name, r.status, r.raw)
+			}
 		}
+		req := httptest.NewRequest("GET", "/graphql?documentId=names-v1&doc_id=doc2", nil)
+		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if r := decode(t, rec); r.status != 400 || r.code(t) != string(codes.BadRequest) {
+			t.Errorf("GET with documentId and doc_id: %d %s", r.status, r.raw)
+		}
+	}
+	// The same id twice names one document.
+	e := newEnv(t, withTrusted(m, true))
+	if r := e.post(t, bodyOf(map[string]any{"documentId": "names-v1", "doc_id": "names-v1"}), "Authorization", "Bearer "+sim.DemoKey); len(r.Errors) > 0 {
+		t.Errorf("documentId and doc_id alike: %s", r.raw)
 	}
 }
 

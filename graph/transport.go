@@ -71,6 +71,9 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	if rerr == nil && docID != "" && params.Query != "" {
 		rerr = refuse(http.StatusBadRequest, codes.BadRequest, "send a documentId or a query, not both")
 	}
+	if rerr == nil && docID != "" && params.Extensions["persistedQuery"] != nil {
+		rerr = refuse(http.StatusBadRequest, codes.BadRequest, "send a documentId or a persistedQuery, not both")
+	}
 	if rerr == nil && params.Extensions["persistedQuery"] != nil {
 		// Checked before the trusted documents or the APQ store read it.
 		if msg := checkPersistedQuery(params.Extensions["persistedQuery"]); msg != "" {
@@ -309,11 +312,9 @@ func paramsFromBody(r *http.Request, body []byte) (*graphql.RawParams, string, *
 		}
 		return bad(eerr.msg)
 	}
-	docID := ""
-	for _, id := range []optString{env.documentID, env.docID} {
-		if id.set {
-			docID = id.v
-		}
+	docID, ok := oneDocumentID(env.documentID.v, env.docID.v)
+	if !ok {
+		return bad(twoDocumentIDs)
 	}
 	p := &graphql.RawParams{Query: env.query.v, OperationName: env.operationName.v}
 	if err := decodeObject(env.variables, &p.Variables); err != nil {
@@ -327,6 +328,18 @@ func paramsFromBody(r *http.Request, body []byte) (*graphql.RawParams, string, *
 	}
 	return p, docID, nil
 }
+
+// oneDocumentID returns the id of the document a request names, by
+// documentId (the GraphQL-over-HTTP proposal's) or doc_id (Relay's); not ok
+// when it names two.
+func oneDocumentID(documentID, docID string) (string, bool) {
+	if documentID != "" && docID != "" && documentID != docID {
+		return "", false
+	}
+	return cmp.Or(documentID, docID), true
+}
+
+const twoDocumentIDs = "documentId and doc_id name different documents: send one"
 
 // deepVariables refuses variables nested deeper than any input of the
 // schema: BAD_USER_INPUT, as the JSON scalar refuses a value too deep, with
@@ -368,7 +381,10 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 			return bad("the extensions parameter must be a JSON object")
 		}
 	}
-	docID := cmp.Or(q.Get("documentId"), q.Get("doc_id"))
+	docID, ok := oneDocumentID(q.Get("documentId"), q.Get("doc_id"))
+	if !ok {
+		return bad(twoDocumentIDs)
+	}
 	if p.Query == "" && docID == "" && p.Extensions["persistedQuery"] == nil {
 		return bad("the query parameter is missing")
 	}
