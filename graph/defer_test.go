@@ -88,3 +88,26 @@ func TestNestedDeferEnds(t *testing.T) {
 		}
 	}
 }
+
+// multipart/mixed is taken only when the Accept header names it with a q
+// above 0: q=0 says "not this", and got a multipart answer all the same.
+func TestDeferRefusedMultipartIsOneAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	body, _ := json.Marshal(map[string]any{"query": `{ budgets(first: 1) { nodes { name ... @defer { metrics { variance } } } } }`})
+	for accept, multipart := range map[string]bool{
+		"application/json, multipart/mixed;q=0":                false,
+		"application/json, multipart/mixed; q=0.0":             false,
+		"application/json, */*":                                false,
+		"multipart/mixed;deferSpec=20220824, application/json": true,
+		"application/json;q=0.9, multipart/mixed;q=0.1":        true,
+	} {
+		req := postRequest(body, sim.DemoKey)
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if got := strings.HasPrefix(rec.Header().Get("Content-Type"), "multipart/mixed"); got != multipart {
+			t.Errorf("Accept %q: Content-Type %q, want multipart %v", accept, rec.Header().Get("Content-Type"), multipart)
+		}
+	}
+}

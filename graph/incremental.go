@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/costgw/gateway/graph/codes"
 )
 
 // Incremental delivery of @defer.
@@ -26,9 +27,10 @@ import (
 // multipartBoundary separates the parts of an incremental answer.
 const multipartBoundary = "graphql"
 
-// acceptsMultipart reports whether the client takes multipart/mixed.
+// acceptsMultipart reports whether the client takes multipart/mixed: its
+// Accept header names it, not with q=0.
 func acceptsMultipart(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "multipart/mixed")
+	return codes.AcceptsExactly(r, "multipart/mixed")
 }
 
 // writeIncremental writes the first response and every later one as the

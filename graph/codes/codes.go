@@ -234,11 +234,9 @@ func MediaType(r *http.Request) string {
 		if err != nil {
 			continue
 		}
-		q := 1.0
-		if v, ok := params["q"]; ok {
-			if q, err = strconv.ParseFloat(v, 64); err != nil || q < 0 || q > 1 {
-				continue
-			}
+		q, ok := quality(params)
+		if !ok {
+			continue
 		}
 		g.match(mt, graphQL, q)
 		j.match(mt, plain, q)
@@ -250,6 +248,36 @@ func MediaType(r *http.Request) string {
 		return graphQL
 	}
 	return plain
+}
+
+// quality is the q of a media range's parameters, 1 by default; not ok
+// when it is no number from 0 to 1.
+func quality(params map[string]string) (q float64, ok bool) {
+	v, set := params["q"]
+	if !set {
+		return 1, true
+	}
+	q, err := strconv.ParseFloat(v, 64)
+	return q, err == nil && q >= 0 && q <= 1
+}
+
+// AcceptsExactly reports whether r's Accept header names the media type mt
+// itself (no wildcard) with a q above 0.
+func AcceptsExactly(r *http.Request, mt string) bool {
+	accept := r.Header.Get("Accept")
+	if !strings.Contains(accept, mt) {
+		return false
+	}
+	for _, part := range strings.Split(accept, ",") {
+		t, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || t != mt {
+			continue
+		}
+		if q, ok := quality(params); ok && q > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptance is how much an Accept header takes one media type: the q of
