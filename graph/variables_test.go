@@ -3,6 +3,7 @@ package graph_test
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -157,4 +158,27 @@ func TestIntLiteralsAre32Bit(t *testing.T) {
 		t.Errorf("refused documents made upstream calls: %v", calls)
 	}
 	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 2) { nodes { id } } }`, nil, nil)
+}
+
+// A variable of an input object type that is not a JSON object is refused
+// in the words of GraphQL, naming the value: gqlparser named Go's kinds,
+// "not a slice", "not a bool", and "not a string" of the number 5.
+func TestInputObjectVariableOfAnotherKind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const q = `query($q: ExplorerQueryInput!) { explorer { summary(query: $q) { cards { title } } } }`
+	for v, want := range map[string]string{
+		`[1]`:   `[1] is not a value of type ExplorerQueryInput`,
+		`true`:  `true is not a value of type ExplorerQueryInput`,
+		`5`:     `5 is not a value of type ExplorerQueryInput`,
+		`"abc"`: `"abc" is not a value of type ExplorerQueryInput`,
+	} {
+		body := []byte(`{"query": ` + strconv.Quote(q) + `, "variables": {"q": ` + v + `}}`)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, postRequest(body, sim.DemoKey))
+		r := decode(t, rec)
+		if r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Errors[0].Message != want {
+			t.Errorf("%s: %s, want %q", v, rec.Body, want)
+		}
+	}
 }

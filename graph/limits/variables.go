@@ -25,8 +25,10 @@ import (
 // gqlgen's Int reads. A variable that
 // does not coerce is a request error (GRAPHQL_VALIDATION_FAILED), as
 // gqlparser's own refusals are, and says which value is wrong (gqlparser's
-// says "cannot use value 0 as Int" of 2.5); nullness, and the gateway's
-// scalars (Date, JSON, …), are checked after.
+// says "cannot use value 0 as Int" of 2.5, and "not a slice" of [1] for an
+// input object). Null where the operation needs a value is refused after
+// (nullWhereNonNull); non-null variables, and the gateway's scalars (Date,
+// JSON, …), are checked after that.
 func checkVariables(schema *ast.Schema, op *ast.OperationDefinition, vars map[string]any) *gqlerror.Error {
 	for _, d := range op.VariableDefinitions {
 		fixed, bad := checkValue(schema, d.Type, vars[d.Variable])
@@ -171,8 +173,8 @@ func checkValue(schema *ast.Schema, t *ast.Type, v any) (fixed any, bad *badValu
 		ok = isString && def.EnumValues.ForName(s) != nil
 	case ast.InputObject:
 		m, isObject := v.(map[string]any)
-		if !isObject {
-			return nil, nil // gqlparser refuses it
+		if ok = isObject; !ok {
+			break
 		}
 		for _, f := range def.Fields {
 			fixed, bad := checkValue(schema, f.Type, m[f.Name])
