@@ -60,8 +60,7 @@ func TestDeferWithoutMultipartIsOneAnswer(t *testing.T) {
 
 // Nested @defer fragments end: each deferred field is delivered once, and
 // the last part says hasNext false. Before, a field deferred twice under
-// one label (nested fragments without labels, or siblings with the same
-// one) was counted twice and delivered once, so the answer never ended:
+// one label (nested fragments or siblings, without labels) was counted twice and delivered once, so the answer never ended:
 // the request held its place in -requests-in-flight past its deadline,
 // and 32 of them stopped the gateway.
 func TestNestedDeferEnds(t *testing.T) {
@@ -69,7 +68,7 @@ func TestNestedDeferEnds(t *testing.T) {
 	e := newEnv(t)
 	for _, q := range []string{
 		`{ budgets(first: 1) { nodes { ... @defer { name ... @defer { metrics { totalTarget } } } } } }`,
-		`{ budgets(first: 1) { nodes { ... @defer(label: "a") { metrics { totalTarget } } ... @defer(label: "a") { metrics { totalTarget } } } } }`,
+		`{ budgets(first: 1) { nodes { ... @defer { metrics { totalTarget } } ... @defer { metrics { totalTarget } } } } }`,
 		`{ budgets(first: 1) { nodes { ... @defer(label: "a") { name ... @defer(label: "b") { metrics { totalTarget } } } } } }`,
 	} {
 		body, _ := json.Marshal(map[string]any{"query": q})
@@ -110,4 +109,27 @@ func TestDeferRefusedMultipartIsOneAnswer(t *testing.T) {
 			t.Errorf("Accept %q: Content-Type %q, want multipart %v", accept, rec.Header().Get("Content-Type"), multipart)
 		}
 	}
+}
+
+// @defer's labels are strings written in the document, each used once (the
+// incremental delivery RFC's validation rule): two parts with one label
+// could not be told apart. Both were accepted.
+func TestDeferLabelsAreUnique(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, q := range []string{
+		`{ budgets(first: 1) { nodes { ... @defer(label: "a") { name } ... @defer(label: "a") { status } } } }`,
+		`query { budgets(first: 1) { nodes { ...A @defer(label: "a") ... @defer(label: "a") { status } } } } fragment A on Budget { name }`,
+		`query($l: String) { budgets(first: 1) { nodes { ... @defer(label: $l) { name } } } }`,
+	} {
+		body, _ := json.Marshal(map[string]any{"query": q})
+		req := postRequest(body, sim.DemoKey)
+		req.Header.Set("Accept", "application/graphql-response+json")
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if r := decode(t, rec); rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" {
+			t.Errorf("%s: %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 1) { nodes { ... @defer(label: "a") { name } ... @defer(label: "b") { status } } } }`, nil, nil)
 }

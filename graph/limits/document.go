@@ -105,7 +105,33 @@ func (e *Extension) rules() *rules.Rules {
 		r.AddRule(noIntrospection.Name, noIntrospection.RuleFunc)
 	}
 	r.AddRule(intsFit.Name, intsFit.RuleFunc)
+	r.AddRule(deferLabels.Name, deferLabels.RuleFunc)
 	return r
+}
+
+// deferLabels holds @defer's labels to the incremental delivery RFC's rule
+// (Defer And Stream Directive Labels Are Unique): each is a string written
+// in the document, no two alike, so that a client can tell its parts apart.
+var deferLabels = core.Rule{
+	Name: "DeferLabelsAreUnique",
+	RuleFunc: func(observers *core.Events, addError core.AddErrFunc) {
+		seen := map[string]bool{}
+		observers.OnDirective(func(_ *core.Walker, d *ast.Directive) {
+			if d.Name != "defer" {
+				return
+			}
+			label := d.Arguments.ForName("label")
+			switch {
+			case label == nil || label.Value == nil:
+			case label.Value.Kind != ast.StringValue && label.Value.Kind != ast.BlockValue:
+				addError(core.Message("the label of @defer must be a string written in the document"), core.At(label.Position))
+			case seen[label.Value.Raw]:
+				addError(core.Message("the @defer label %q is used twice: each must be unique", label.Value.Raw), core.At(label.Position))
+			default:
+				seen[label.Value.Raw] = true
+			}
+		})
+	},
 }
 
 // intsFit refuses an Int written in the document (an argument, an input
