@@ -128,6 +128,12 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	switch {
 	case first == nil:
 		refuseRequest(w, r, http.StatusGatewayTimeout, codes.Errorf(codes.RequestTimeout, "the request ended before its answer was ready"))
+	case answerTooLarge(first):
+		// The limit's error alone, as a request error: the nulls of the
+		// fields left unresolved on the way are not errors of the request.
+		first.Errors, first.Data = first.Errors[:1], nil
+		InfoFrom(ctx).answer(first.Errors, nil)
+		writeResponse(w, media, requestErrorStatus(first.Errors, media), first, false)
 	case multipart && hasNext(first):
 		InfoFrom(ctx).answer(first.Errors, first.Data)
 		writeIncremental(ctx, w, first, responses)
@@ -506,4 +512,10 @@ func writeResponse(w http.ResponseWriter, media string, status int, resp *graphq
 	_, _ = w.Write(head)
 	_, _ = w.Write(data)
 	_, _ = w.Write(tail)
+}
+
+// answerTooLarge reports whether resp is the answer of an operation whose
+// answer went past -max-answer-values, which the executor puts first.
+func answerTooLarge(resp *graphql.Response) bool {
+	return len(resp.Errors) > 0 && resp.Data == nil && resp.Errors[0].Extensions["code"] == string(codes.MaxAnswerValues)
 }

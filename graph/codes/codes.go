@@ -48,6 +48,7 @@ const (
 	MaxRootFields    Code = "MAX_ROOT_FIELDS_LIMIT"
 	MaxSelections    Code = "MAX_SELECTIONS_LIMIT"
 	MaxIntrospection Code = "MAX_INTROSPECTION_LIMIT"
+	MaxAnswerValues  Code = "MAX_ANSWER_VALUES_LIMIT"
 	CostTooHigh      Code = "COST_ESTIMATED_TOO_EXPENSIVE"
 	RequestTooLarge  Code = "REQUEST_TOO_LARGE"
 	RequestTimeout   Code = "REQUEST_TIMEOUT"
@@ -117,6 +118,7 @@ var registry = map[Code]Info{
 	MaxRootFields:           {Meaning: "The operation has more root fields than -max-root-fields.", Retry: Never, Request: true, Caller: true},
 	MaxSelections:           {Meaning: "The document selects more fields than -max-selections with its fragments expanded, or selects the same fields at one place so often that checking them would cost more than that.", Retry: Never, Request: true, Caller: true},
 	MaxIntrospection:        {Meaning: "The operation's introspection would write more values than 10 000, about twice a whole introspection of the schema; extensions estimatedValues and maxValues say by how much.", Retry: Never, Request: true, Caller: true},
+	MaxAnswerValues:         {Meaning: "The answer would hold more values (the fields of its objects and the items of its lists) than -max-answer-values, counted as it is resolved; nothing of it is answered. Extension maxValues says the bound.", Retry: Never, Request: true, Caller: true},
 	CostTooHigh:             {Meaning: "The operation would make more upstream calls than -max-cost; extensions estimatedCost and maxCost say by how much.", Retry: Never, Request: true, Caller: true},
 	RequestTooLarge:         {Meaning: "The request body is larger than -max-body-bytes (HTTP 413), or a GET's query string is (HTTP 414); without an API key the bound is 32 KB.", Retry: Never, Request: true, Caller: true},
 	RequestTimeout:          {Meaning: "The request did not finish within -request-timeout before its answer could start, its body had not arrived by then, or it waited in line for its turn (-caller-in-flight, -requests-in-flight, or paced by -caller-refusals) until then (HTTP 504); nothing of it is answered.", Retry: Later, Request: true},

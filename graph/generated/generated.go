@@ -18,12 +18,14 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/costgw/gateway/graph/internal/answerbuf"
+	"github.com/costgw/gateway/graph/internal/answerlimit"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/graph/opmemo"
 	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
 // region    ***************************** api!.gotpl *****************************
@@ -1811,6 +1813,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 					return nil
 				}
 			}
+			if ec.values.over.Load() {
+				return ec.tooLarge()
+			}
 			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
 			response.Data = buf.Bytes()
@@ -1830,6 +1835,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			first = false
 			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
+			if ec.values.over.Load() {
+				return ec.tooLarge()
+			}
 			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
 			keepResponseSize(ec.memo, buf.Len())
@@ -1870,6 +1878,41 @@ type executionContext struct {
 	*graphql.ExecutionContextState[ResolverRoot, DirectiveRoot, ComplexityRoot]
 	memo      *opmemo.Memo
 	collected collectedFields
+	values    answerValues
+}
+
+// answerValues counts the values of the answer as they are resolved, the
+// fields of each object and the items of each list, against the operation's
+// -max-answer-values (answerlimit; 0: none). Past it, what is
+// left resolves to null at once, and Exec answers the limit's error alone.
+type answerValues struct {
+	max   int64
+	count atomic.Int64
+	over  atomic.Bool
+}
+
+// spend counts n more values of the answer, and reports whether the answer
+// is still within its bound.
+func (ec *executionContext) spend(n int) bool {
+	v := &ec.values
+	if v.max <= 0 {
+		return true
+	}
+	if v.over.Load() {
+		return false
+	}
+	if v.count.Add(int64(n)) > v.max {
+		v.over.Store(true)
+		return false
+	}
+	return true
+}
+
+// tooLarge is the answer of an operation whose answer went past its bound:
+// the limit's error, without data; the errors of the fields left null on
+// the way are the transport's to drop.
+func (ec *executionContext) tooLarge() *graphql.Response {
+	return &graphql.Response{Errors: gqlerror.List{answerlimit.Error(ec.values.max)}}
 }
 
 // collectedFields caches graphql.CollectFields for one request of an
@@ -1931,7 +1974,8 @@ func newExecutionContext(
 			parsedSchema,
 			deferredResults,
 		),
-		memo: opmemo.For(opCtx.Operation),
+		memo:   opmemo.For(opCtx.Operation),
+		values: answerValues{max: int64(answerlimit.Of(opCtx))},
 	}
 }
 
@@ -8798,6 +8842,9 @@ var anomalyTypename = graphql.MarshalString("Anomaly")
 func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, obj *upstream.Anomaly) graphql.Marshaler {
 	fields := ec.collectFields(sel, anomalyImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafAnomaly
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -8945,6 +8992,9 @@ func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.Selecti
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "Anomaly", leafAnomaly), true
 }
 
@@ -9044,6 +9094,9 @@ var anomalyConnectionTypename = graphql.MarshalString("AnomalyConnection")
 func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, anomalyConnectionImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9098,6 +9151,9 @@ var anomalyEdgeTypename = graphql.MarshalString("AnomalyEdge")
 func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, anomalyEdgeImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafAnomalyEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9149,6 +9205,9 @@ func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.Sel
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "AnomalyEdge", leafAnomalyEdge), true
 }
 
@@ -9182,6 +9241,9 @@ var budgetTypename = graphql.MarshalString("Budget")
 func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *upstream.Budget) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafBudget
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9480,6 +9542,9 @@ func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.Selectio
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "Budget", leafBudget), true
 }
 
@@ -9570,6 +9635,9 @@ var budgetActualsTypename = graphql.MarshalString("BudgetActuals")
 func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetActuals) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetActualsImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafBudgetActuals
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9631,6 +9699,9 @@ func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.S
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "BudgetActuals", leafBudgetActuals), true
 }
 
@@ -9680,6 +9751,9 @@ var budgetConnectionTypename = graphql.MarshalString("BudgetConnection")
 func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetConnectionImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9734,6 +9808,9 @@ var budgetEdgeTypename = graphql.MarshalString("BudgetEdge")
 func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetEdgeImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafBudgetEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9789,6 +9866,9 @@ func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.Sele
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "BudgetEdge", leafBudgetEdge), true
 }
 
@@ -9822,6 +9902,9 @@ var budgetLookbackTypename = graphql.MarshalString("BudgetLookback")
 func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.SelectionSet, obj *upstream.Lookback) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetLookbackImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -9862,6 +9945,9 @@ var budgetMetricsTypename = graphql.MarshalString("BudgetMetrics")
 func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.SelectionSet, obj *upstream.BudgetMetrics) graphql.Marshaler {
 	fields := ec.collectFields(sel, budgetMetricsImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafBudgetMetrics
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -9918,6 +10004,9 @@ func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.S
 	if r := checkLaterBudgetMetrics(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
+	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics), true
 }
@@ -9980,6 +10069,9 @@ var createBudgetPayloadTypename = graphql.MarshalString("CreateBudgetPayload")
 func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafCreateBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10040,6 +10132,9 @@ func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
 }
 
@@ -10073,6 +10168,9 @@ var deleteBudgetPayloadTypename = graphql.MarshalString("DeleteBudgetPayload")
 func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafDeleteBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10128,6 +10226,9 @@ func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
 }
 
@@ -10168,6 +10269,9 @@ var dimensionValueTypename = graphql.MarshalString("DimensionValue")
 func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValue) graphql.Marshaler {
 	fields := ec.collectFields(sel, dimensionValueImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafDimensionValue
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10221,6 +10325,9 @@ func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue), true
 }
 
@@ -10272,6 +10379,9 @@ var dimensionValuesTypename = graphql.MarshalString("DimensionValues")
 func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValues) graphql.Marshaler {
 	fields := ec.collectFields(sel, dimensionValuesImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafDimensionValues
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10330,6 +10440,9 @@ func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "DimensionValues", leafDimensionValues), true
 }
 
@@ -10365,6 +10478,9 @@ var explorerTypename = graphql.MarshalString("Explorer")
 func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet, obj *model.Explorer) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -10580,6 +10696,9 @@ var explorerHeatmapTypename = graphql.MarshalString("ExplorerHeatmap")
 func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHeatmap) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerHeatmapImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafExplorerHeatmap
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10631,6 +10750,9 @@ func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "ExplorerHeatmap", leafExplorerHeatmap), true
 }
 
@@ -10664,6 +10786,9 @@ var explorerHistoryTypename = graphql.MarshalString("ExplorerHistory")
 func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHistory) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerHistoryImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafExplorerHistory
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10765,6 +10890,9 @@ func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "ExplorerHistory", leafExplorerHistory), true
 }
 
@@ -10802,6 +10930,9 @@ var explorerPreviousPeriodTypename = graphql.MarshalString("ExplorerPreviousPeri
 func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerPreviousPeriod) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafExplorerPreviousPeriod
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10860,6 +10991,9 @@ func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, 
 	if r := checkLaterExplorerPreviousPeriod(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
+	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
 }
@@ -10924,6 +11058,9 @@ var explorerReportTypename = graphql.MarshalString("ExplorerReport")
 func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerReport) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerReportImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafExplorerReport
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11006,6 +11143,9 @@ func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "ExplorerReport", leafExplorerReport), true
 }
 
@@ -11059,6 +11199,9 @@ var explorerSummaryTypename = graphql.MarshalString("ExplorerSummary")
 func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerSummary) graphql.Marshaler {
 	fields := ec.collectFields(sel, explorerSummaryImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafExplorerSummary
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11110,6 +11253,9 @@ func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "ExplorerSummary", leafExplorerSummary), true
 }
 
@@ -11143,6 +11289,9 @@ var heatmapRowTypename = graphql.MarshalString("HeatmapRow")
 func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSet, obj *upstream.HeatmapRow) graphql.Marshaler {
 	fields := ec.collectFields(sel, heatmapRowImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafHeatmapRow
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11198,6 +11347,9 @@ func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.Sele
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow), true
 }
 
@@ -11251,6 +11403,9 @@ var historyCostRowTypename = graphql.MarshalString("HistoryCostRow")
 func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryCostRow) graphql.Marshaler {
 	fields := ec.collectFields(sel, historyCostRowImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafHistoryCostRow
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11311,6 +11466,9 @@ func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "HistoryCostRow", leafHistoryCostRow), true
 }
 
@@ -11367,6 +11525,9 @@ var lookbackPeriodTypename = graphql.MarshalString("LookbackPeriod")
 func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.LookbackPeriod) graphql.Marshaler {
 	fields := ec.collectFields(sel, lookbackPeriodImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafLookbackPeriod
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11424,6 +11585,9 @@ func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.
 	if r := checkLaterLookbackPeriod(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
+	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod), true
 }
@@ -11491,6 +11655,9 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	})
 
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -11552,6 +11719,9 @@ var pageInfoTypename = graphql.MarshalString("PageInfo")
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
 	fields := ec.collectFields(sel, pageInfoImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafPageInfo
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11603,6 +11773,9 @@ func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.Select
 	fields, ok := ec.laterFieldsPageInfo(sel)
 	if !ok {
 		return nil, false
+	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "PageInfo", leafPageInfo), true
 }
@@ -11667,6 +11840,9 @@ var periodAmountTypename = graphql.MarshalString("PeriodAmount")
 func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.SelectionSet, obj *model.PeriodAmount) graphql.Marshaler {
 	fields := ec.collectFields(sel, periodAmountImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafPeriodAmount
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -11720,6 +11896,9 @@ func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.Se
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount), true
 }
 
@@ -11771,6 +11950,9 @@ var planningTypename = graphql.MarshalString("Planning")
 func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet, obj *upstream.Planning) graphql.Marshaler {
 	fields := ec.collectFields(sel, planningImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafPlanning
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12002,6 +12184,9 @@ func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, fiel
 	if err != nil || checkLaterTargetItem(fields, v) != nil {
 		return nil
 	}
+	if !ec.spend(len(v) * (len(fields) + 1)) {
+		return graphql.Null
+	}
 	return newLeafListOut(fields, v, "TargetItem", leafTargetItem)
 }
 
@@ -12033,6 +12218,9 @@ func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field gr
 	if v == nil {
 		return graphql.Null
 	}
+	if !ec.spend(len(v) * (len(fields) + 1)) {
+		return graphql.Null
+	}
 	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount)
 }
 
@@ -12053,6 +12241,9 @@ func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.Select
 	if r := checkLaterPlanning(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
+	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "Planning", leafPlanning), true
 }
@@ -12140,6 +12331,9 @@ var planningActualsTypename = graphql.MarshalString("PlanningActuals")
 func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.SelectionSet, obj *model.PlanningActuals) graphql.Marshaler {
 	fields := ec.collectFields(sel, planningActualsImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafPlanningActuals
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12191,6 +12385,9 @@ func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "PlanningActuals", leafPlanningActuals), true
 }
 
@@ -12228,6 +12425,9 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	})
 
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12524,6 +12724,9 @@ var queryCostTypename = graphql.MarshalString("QueryCost")
 func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet, obj *model.QueryCost) graphql.Marshaler {
 	fields := ec.collectFields(sel, queryCostImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafQueryCost
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12572,6 +12775,9 @@ func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.Selec
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "QueryCost", leafQueryCost), true
 }
 
@@ -12610,6 +12816,9 @@ var recommendationTypename = graphql.MarshalString("Recommendation")
 func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.SelectionSet, obj *upstream.Recommendation) graphql.Marshaler {
 	fields := ec.collectFields(sel, recommendationImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafRecommendation
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12743,6 +12952,9 @@ func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "Recommendation", leafRecommendation), true
 }
 
@@ -12810,6 +13022,9 @@ var recommendationConnectionTypename = graphql.MarshalString("RecommendationConn
 func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, recommendationConnectionImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -12864,6 +13079,9 @@ var recommendationEdgeTypename = graphql.MarshalString("RecommendationEdge")
 func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, recommendationEdgeImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafRecommendationEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -12915,6 +13133,9 @@ func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel 
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "RecommendationEdge", leafRecommendationEdge), true
 }
 
@@ -12948,6 +13169,9 @@ var scheduledNotificationTypename = graphql.MarshalString("ScheduledNotification
 func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.SelectionSet, obj *upstream.ScheduledNotification) graphql.Marshaler {
 	fields := ec.collectFields(sel, scheduledNotificationImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafScheduledNotification
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13070,6 +13294,9 @@ func (ec *executionContext) leafListScheduledNotification(ctx context.Context, s
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
 }
 
@@ -13181,6 +13408,9 @@ var scheduledNotificationConnectionTypename = graphql.MarshalString("ScheduledNo
 func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationConnection) graphql.Marshaler {
 	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafScheduledNotificationConnection
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13246,6 +13476,9 @@ func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "ScheduledNotificationConnection", leafScheduledNotificationConnection), true
 }
 
@@ -13279,6 +13512,9 @@ var scheduledNotificationEdgeTypename = graphql.MarshalString("ScheduledNotifica
 func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationEdge) graphql.Marshaler {
 	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafScheduledNotificationEdge
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13334,6 +13570,9 @@ func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Contex
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "ScheduledNotificationEdge", leafScheduledNotificationEdge), true
 }
 
@@ -13367,6 +13606,9 @@ var summaryCardTypename = graphql.MarshalString("SummaryCard")
 func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionSet, obj *upstream.SummaryCard) graphql.Marshaler {
 	fields := ec.collectFields(sel, summaryCardImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafSummaryCard
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13424,6 +13666,9 @@ func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.Sel
 	if r := checkLaterSummaryCard(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
+	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard), true
 }
@@ -13484,6 +13729,9 @@ var targetItemTypename = graphql.MarshalString("TargetItem")
 func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSet, obj *model.TargetItem) graphql.Marshaler {
 	fields := ec.collectFields(sel, targetItemImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafTargetItem
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13537,6 +13785,9 @@ func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.Sele
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "TargetItem", leafTargetItem), true
 }
 
@@ -13588,6 +13839,9 @@ var updateBudgetPayloadTypename = graphql.MarshalString("UpdateBudgetPayload")
 func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafUpdateBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13648,6 +13902,9 @@ func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
 }
 
@@ -13681,6 +13938,9 @@ var userTypename = graphql.MarshalString("User")
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *upstream.User) graphql.Marshaler {
 	fields := ec.collectFields(sel, userImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafUser
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13767,6 +14027,9 @@ func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionS
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "User", leafUser), true
 }
 
@@ -13824,6 +14087,9 @@ var userErrorTypename = graphql.MarshalString("UserError")
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
 	fields := ec.collectFields(sel, userErrorImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leafUserError
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13882,6 +14148,9 @@ func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.Selec
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "UserError", leafUserError), true
 }
 
@@ -13920,6 +14189,9 @@ var __DirectiveTypename = graphql.MarshalString("__Directive")
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
 	fields := ec.collectFields(sel, __DirectiveImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leaf__Directive
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13983,6 +14255,9 @@ func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.Sel
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "__Directive", leaf__Directive), true
 }
 
@@ -14018,6 +14293,9 @@ var __EnumValueTypename = graphql.MarshalString("__EnumValue")
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
 	fields := ec.collectFields(sel, __EnumValueImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leaf__EnumValue
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -14079,6 +14357,9 @@ func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.Sel
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "__EnumValue", leaf__EnumValue), true
 }
 
@@ -14112,6 +14393,9 @@ var __FieldTypename = graphql.MarshalString("__Field")
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
 	fields := ec.collectFields(sel, __FieldImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leaf__Field
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -14183,6 +14467,9 @@ func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.Selecti
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "__Field", leaf__Field), true
 }
 
@@ -14216,6 +14503,9 @@ var __InputValueTypename = graphql.MarshalString("__InputValue")
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
 	fields := ec.collectFields(sel, __InputValueImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	out.obj, out.leaf = obj, leaf__InputValue
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -14284,6 +14574,9 @@ func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.Se
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+		return graphql.Null, true
+	}
 	return newLeafListOut(fields, v, "__InputValue", leaf__InputValue), true
 }
 
@@ -14322,6 +14615,9 @@ var __SchemaTypename = graphql.MarshalString("__Schema")
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
 	fields := ec.collectFields(sel, __SchemaImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -14387,6 +14683,9 @@ var __TypeTypename = graphql.MarshalString("__Type")
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
 	fields := ec.collectFields(sel, __TypeImplementors)
 	out := newObjectOut(fields)
+	if !ec.spend(len(fields)) {
+		return graphql.Null
+	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -14719,6 +15018,9 @@ func (ec *executionContext) marshalNAnomaly2githubᚗcomᚋcostgwᚋgatewayᚋup
 }
 
 func (ec *executionContext) marshalNAnomaly2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomalyᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListAnomaly(ctx, sel, v); ok {
 		return ret
 	}
@@ -14775,6 +15077,9 @@ func (ec *executionContext) marshalNAnomalyEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNAnomalyEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐAnomalyEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListAnomalyEdge(ctx, sel, v); ok {
 		return ret
 	}
@@ -14837,6 +15142,9 @@ func (ec *executionContext) marshalNBudget2githubᚗcomᚋcostgwᚋgatewayᚋups
 }
 
 func (ec *executionContext) marshalNBudget2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudgetᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListBudget(ctx, sel, v); ok {
 		return ret
 	}
@@ -14893,6 +15201,9 @@ func (ec *executionContext) marshalNBudgetEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNBudgetEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐBudgetEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListBudgetEdge(ctx, sel, v); ok {
 		return ret
 	}
@@ -15055,6 +15366,9 @@ func (ec *executionContext) marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValueᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListDimensionValue(ctx, sel, v); ok {
 		return ret
 	}
@@ -15148,6 +15462,9 @@ func (ec *executionContext) marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNHeatmapRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRowᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListHeatmapRow(ctx, sel, v); ok {
 		return ret
 	}
@@ -15194,6 +15511,9 @@ func (ec *executionContext) marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNHistoryCostRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRowᚄ(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListHistoryCostRow(ctx, sel, v); ok {
 		return ret
 	}
@@ -15266,6 +15586,9 @@ func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any
 }
 
 func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	for i := range v {
 		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
@@ -15365,6 +15688,9 @@ func (ec *executionContext) unmarshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ct
 }
 
 func (ec *executionContext) marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx context.Context, sel ast.SelectionSet, v []json.RawMessage) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	for i := range v {
 		ret[i] = ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, sel, v[i])
@@ -15384,6 +15710,9 @@ func (ec *executionContext) marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriodᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListLookbackPeriod(ctx, sel, v); ok {
 		return ret
 	}
@@ -15426,6 +15755,9 @@ func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋga
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -15489,6 +15821,9 @@ func (ec *executionContext) marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgateway
 }
 
 func (ec *executionContext) marshalNPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListPeriodAmount(ctx, sel, v); ok {
 		return ret
 	}
@@ -15539,6 +15874,9 @@ func (ec *executionContext) marshalNPlanningActuals2githubᚗcomᚋcostgwᚋgate
 }
 
 func (ec *executionContext) marshalNPlanningActuals2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPlanningActualsᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListPlanningActuals(ctx, sel, v); ok {
 		return ret
 	}
@@ -15595,6 +15933,9 @@ func (ec *executionContext) marshalNRecommendation2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNRecommendation2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListRecommendation(ctx, sel, v); ok {
 		return ret
 	}
@@ -15651,6 +15992,9 @@ func (ec *executionContext) marshalNRecommendationEdge2githubᚗcomᚋcostgwᚋg
 }
 
 func (ec *executionContext) marshalNRecommendationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐRecommendationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListRecommendationEdge(ctx, sel, v); ok {
 		return ret
 	}
@@ -15729,6 +16073,9 @@ func (ec *executionContext) marshalNScheduledNotification2githubᚗcomᚋcostgw�
 }
 
 func (ec *executionContext) marshalNScheduledNotification2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotificationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListScheduledNotification(ctx, sel, v); ok {
 		return ret
 	}
@@ -15785,6 +16132,9 @@ func (ec *executionContext) marshalNScheduledNotificationEdge2githubᚗcomᚋcos
 }
 
 func (ec *executionContext) marshalNScheduledNotificationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐScheduledNotificationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListScheduledNotificationEdge(ctx, sel, v); ok {
 		return ret
 	}
@@ -15857,6 +16207,9 @@ func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v
 }
 
 func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	for i := range v {
 		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
@@ -15876,6 +16229,9 @@ func (ec *executionContext) marshalNSummaryCard2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNSummaryCard2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCardᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListSummaryCard(ctx, sel, v); ok {
 		return ret
 	}
@@ -15922,6 +16278,9 @@ func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItemᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListTargetItem(ctx, sel, v); ok {
 		return ret
 	}
@@ -15989,6 +16348,9 @@ func (ec *executionContext) marshalNUserError2githubᚗcomᚋcostgwᚋgatewayᚋ
 }
 
 func (ec *executionContext) marshalNUserError2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserError) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafListUserError(ctx, sel, v); ok {
 		return ret
 	}
@@ -16045,6 +16407,9 @@ func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlge
 }
 
 func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirectiveᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafList__Directive(ctx, sel, v); ok {
 		return ret
 	}
@@ -16117,6 +16482,9 @@ func (ec *executionContext) unmarshalN__DirectiveLocation2ᚕstringᚄ(ctx conte
 }
 
 func (ec *executionContext) marshalN__DirectiveLocation2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -16168,6 +16536,9 @@ func (ec *executionContext) marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlg
 }
 
 func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafList__InputValue(ctx, sel, v); ok {
 		return ret
 	}
@@ -16214,6 +16585,9 @@ func (ec *executionContext) marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋg
 }
 
 func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	if len(v) > 0 {
 		indices := make([]int, len(v))
@@ -16570,6 +16944,9 @@ func (ec *executionContext) marshalOJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx 
 	if v == nil {
 		return graphql.Null
 	}
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	for i := range v {
 		ret[i] = ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, sel, v[i])
@@ -16593,6 +16970,9 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋcostgwᚋgatewayᚋgraph
 
 func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) graphql.Marshaler {
 	if v == nil {
+		return graphql.Null
+	}
+	if !ec.spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListPeriodAmount(ctx, sel, v); ok {
@@ -16638,6 +17018,9 @@ func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 
 func (ec *executionContext) marshalOPlanning2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐPlanningᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) graphql.Marshaler {
 	if v == nil {
+		return graphql.Null
+	}
+	if !ec.spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListPlanning(ctx, sel, v); ok {
@@ -16716,6 +17099,9 @@ func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel
 	if v == nil {
 		return graphql.Null
 	}
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	ret := make(graphql.Array, len(v))
 	for i := range v {
 		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
@@ -16784,6 +17170,9 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 	if v == nil {
 		return graphql.Null
 	}
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafList__EnumValue(ctx, sel, v); ok {
 		return ret
 	}
@@ -16829,6 +17218,9 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 	if v == nil {
 		return graphql.Null
 	}
+	if !ec.spend(len(v)) {
+		return graphql.Null
+	}
 	if ret, ok := ec.leafList__Field(ctx, sel, v); ok {
 		return ret
 	}
@@ -16872,6 +17264,9 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 
 func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
 	if v == nil {
+		return graphql.Null
+	}
+	if !ec.spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafList__InputValue(ctx, sel, v); ok {
@@ -16924,6 +17319,9 @@ func (ec *executionContext) marshalO__Schema2ᚖgithubᚗcomᚋ99designsᚋgqlge
 
 func (ec *executionContext) marshalO__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
 	if v == nil {
+		return graphql.Null
+	}
+	if !ec.spend(len(v)) {
 		return graphql.Null
 	}
 	ret := make(graphql.Array, len(v))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/cost"
+	"github.com/costgw/gateway/graph/internal/answerlimit"
 )
 
 // Config holds the limits. A zero field means no limit of that kind.
@@ -31,11 +32,17 @@ type Config struct {
 	MaxAliases    int // aliased fields
 	MaxRootFields int // fields of the operation's root selection
 	MaxCost       int // estimated upstream calls
+	// MaxAnswerValues bounds the values of an answer, counted as they are
+	// resolved: the fields of each object and the items of each list. It is
+	// the one limit that data, not the document, decides: the upstream's
+	// answers are of any size, and an alias writes one again.
+	MaxAnswerValues int
 }
 
 // Defaults returns the default limits.
 func Defaults() Config {
-	return Config{MaxTokens: 15000, MaxSelections: 2000, MaxDepth: 20, MaxAliases: 30, MaxRootFields: 20, MaxCost: 500}
+	return Config{MaxTokens: 15000, MaxSelections: 2000, MaxDepth: 20, MaxAliases: 30, MaxRootFields: 20, MaxCost: 500,
+		MaxAnswerValues: DefaultMaxAnswerValues}
 }
 
 // Extension enforces a Config as a gqlgen handler extension. It parses and
@@ -136,6 +143,7 @@ func ShownName(name string) string {
 func (e *Extension) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
 	s, err := check(rc.Operation, rc.Variables, e.Config)
 	rc.Stats.SetExtension(costStats, Cost{Estimated: s.Calls, Max: e.Config.MaxCost})
+	answerlimit.Set(rc, e.Config.MaxAnswerValues)
 	if err != nil {
 		return err
 	}
@@ -176,6 +184,9 @@ type Cost struct {
 	Estimated int // estimated upstream calls
 	Max       int // -max-cost; 0: no limit
 }
+
+// DefaultMaxAnswerValues is -max-answer-values by default.
+const DefaultMaxAnswerValues = 100_000
 
 // CostOf returns the cost the extension estimated for the operation of oc,
 // zero when it has not.

@@ -181,6 +181,7 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.IntVar(&c.Limits.MaxAliases, "max-aliases", def.MaxAliases, "most aliased fields of an operation (0: no limit)")
 	fs.IntVar(&c.Limits.MaxRootFields, "max-root-fields", def.MaxRootFields, "most root fields of an operation (0: no limit)")
 	fs.IntVar(&c.Limits.MaxCost, "max-cost", def.MaxCost, "most upstream calls an operation is estimated to make (0: no limit)")
+	fs.IntVar(&c.Limits.MaxAnswerValues, "max-answer-values", def.MaxAnswerValues, "most values (object fields and list items) of an answer, counted as it is resolved (0: no limit)")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", graph.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fs.IntVar(&c.RequestFanout, "request-fanout", loaders.DefaultMaxConcurrency, "most upstream calls one request has in flight")
 	fs.IntVar(&c.UpstreamInFlight, "upstream-in-flight", upstream.DefaultMaxInFlight, "most upstream calls in flight across all requests (0: no bound)")
@@ -253,7 +254,7 @@ func (c Config) validate() error {
 		name string
 		v    int
 	}{{"max-tokens", c.Limits.MaxTokens}, {"max-selections", c.Limits.MaxSelections}, {"max-depth", c.Limits.MaxDepth}, {"max-aliases", c.Limits.MaxAliases},
-		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"upstream-in-flight", c.UpstreamInFlight},
+		{"max-root-fields", c.Limits.MaxRootFields}, {"max-cost", c.Limits.MaxCost}, {"max-answer-values", c.Limits.MaxAnswerValues}, {"upstream-in-flight", c.UpstreamInFlight},
 		{"caller-in-flight", c.CallerInFlight}, {"requests-in-flight", c.RequestsInFlight}, {"caller-refusals", c.CallerRefusals},
 		{"rate-limit", c.RateLimit}} {
 		if f.v < 0 {
