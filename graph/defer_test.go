@@ -131,5 +131,22 @@ func TestDeferLabelsAreUnique(t *testing.T) {
 			t.Errorf("%s: %d %s", q, rec.Code, rec.Body)
 		}
 	}
-	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 1) { nodes { ... @defer(label: "a") { name } ... @defer(label: "b") { status } } } }`, nil, nil)
+	for _, q := range []string{
+		`{ budgets(first: 1) { nodes { ... @defer(label: "a") { name } ... @defer(label: "b") { status } } } }`,
+		// A label in a fragment is one use, however often the fragment is
+		// spread or the validator walks it.
+		`query { budgets(first: 1) { nodes { ...F } } } fragment F on Budget { ... @defer(label: "m") { metrics { variance } } }`,
+		`query A { budgets(first: 1) { nodes { ...F } } } query B { budgets(first: 2) { nodes { ...F } } }
+		fragment F on Budget { ... @defer(label: "m") { metrics { variance } } }`,
+	} {
+		body, _ := json.Marshal(map[string]any{"query": q, "operationName": "A"})
+		if !strings.Contains(q, "query A") {
+			body, _ = json.Marshal(map[string]any{"query": q})
+		}
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, postRequest(body, sim.DemoKey))
+		if r := decode(t, rec); len(r.Errors) > 0 || r.Data == nil {
+			t.Errorf("%s: %s", q, rec.Body)
+		}
+	}
 }

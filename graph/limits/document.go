@@ -115,20 +115,30 @@ func (e *Extension) rules() *rules.Rules {
 var deferLabels = core.Rule{
 	Name: "DeferLabelsAreUnique",
 	RuleFunc: func(observers *core.Events, addError core.AddErrFunc) {
-		seen := map[string]bool{}
+		// The walker visits a fragment's directives once for each
+		// operation that spreads it and once more on its own: a label is
+		// used twice when two directives carry it.
+		first := map[string]*ast.Directive{}
 		observers.OnDirective(func(_ *core.Walker, d *ast.Directive) {
 			if d.Name != "defer" {
 				return
 			}
 			label := d.Arguments.ForName("label")
-			switch {
-			case label == nil || label.Value == nil:
-			case label.Value.Kind != ast.StringValue && label.Value.Kind != ast.BlockValue:
-				addError(core.Message("the label of @defer must be a string written in the document"), core.At(label.Position))
-			case seen[label.Value.Raw]:
+			if label == nil || label.Value == nil {
+				return
+			}
+			if label.Value.Kind != ast.StringValue && label.Value.Kind != ast.BlockValue {
+				if first[""] != d { // once per directive
+					first[""] = d
+					addError(core.Message("the label of @defer must be a string written in the document"), core.At(label.Position))
+				}
+				return
+			}
+			switch f, ok := first[label.Value.Raw]; {
+			case !ok:
+				first[label.Value.Raw] = d
+			case f != d:
 				addError(core.Message("the @defer label %q is used twice: each must be unique", label.Value.Raw), core.At(label.Position))
-			default:
-				seen[label.Value.Raw] = true
 			}
 		})
 	},
