@@ -71,3 +71,95 @@ func TestAnswerValuesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// Every way an answer is built counts: objects resolved field by field,
+// lists of them, objects written from their record (edges' nodes, which
+// went uncounted in the first version), introspection. A mutation is not
+// bounded: its writes are done by the time its answer is, and a refusal
+// would say they were not.
+func TestAnswerValuesCountEveryPath(t *testing.T) {
+	t.Parallel()
+	small := limits.Defaults()
+	small.MaxAnswerValues = 40
+	e := newEnv(t, withLimits(small))
+	var ids struct {
+		Budgets struct{ Nodes []struct{ ID string } }
+	}
+	newEnv(t).mustQuery(t, sim.DemoKey, `{ budgets(first: 12) { nodes { id } } }`, nil, &ids)
+	k := len(ids.Budgets.Nodes)
+	for name, q := range map[string]string{
+		"objects resolved field by field": `{ budgets(first: 12) { nodes { name metrics { variance } } } }`,
+		"nodes of edges, from the record": `{ budgets(first: 12) { edges { node { id name status } } } }`,
+		"introspection":                   `{ __schema { types { name } } }`,
+	} {
+		r := e.query(t, sim.DemoKey, q, nil)
+		if len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" || r.Data != nil {
+			t.Errorf("%s: %.300s", name, r.raw)
+		}
+	}
+	// edges { node } is 2 + 5k values: the query's field, the connection's,
+	// k edges, an edge's node, a node's three fields.
+	const edges = `{ budgets(first: 12) { edges { node { id name status } } } }`
+	for _, tc := range []struct {
+		max  int
+		want bool
+	}{{2 + 5*k, true}, {1 + 5*k, false}} {
+		l := limits.Defaults()
+		l.MaxAnswerValues = tc.max
+		if r := newEnv(t, withLimits(l)).query(t, sim.DemoKey, edges, nil); (len(r.Errors) == 0) != tc.want {
+			t.Errorf("-max-answer-values %d for %d budgets' edges: answered %v, want %v", tc.max, k, len(r.Errors) == 0, tc.want)
+		}
+	}
+
+	one := limits.Defaults()
+	one.MaxAnswerValues = 1
+	var got struct {
+		UpdateBudget struct{ Budget struct{ Name string } }
+	}
+	newEnv(t, withLimits(one)).mustQuery(t, sim.DemoKey, `mutation($in: UpdateBudgetInput!) {
+		updateBudget(input: $in) { budget { id name status } userErrors { message } } }`,
+		map[string]any{"in": map[string]any{"id": ids.Budgets.Nodes[0].ID, "name": "Renamed"}}, &got)
+	if got.UpdateBudget.Budget.Name != "Renamed" {
+		t.Errorf("the mutation's answer: %+v", got)
+	}
+}
+
+// With @defer, a part past the bound carries the limit's error alone, says
+// where it belongs and ends the answer; when the first part is past it, the
+// request is refused as without @defer. Which happens depends on which part
+// resolves first.
+func TestAnswerValuesWithDefer(t *testing.T) {
+	t.Parallel()
+	l := limits.Defaults()
+	l.MaxAnswerValues = 80
+	e := newEnv(t, withLimits(l))
+	body, _ := json.Marshal(map[string]any{"query": `{ budgets(first: 24) { nodes { name ... @defer { metrics { variance } } } } }`})
+	for range 5 {
+		req := postRequest(body, sim.DemoKey)
+		req.Header.Set("Accept", "multipart/mixed, application/graphql-response+json")
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		out := rec.Body.String()
+		if !strings.HasPrefix(rec.Header().Get("Content-Type"), "multipart/mixed") {
+			if r := decode(t, rec); rec.Code != 400 || r.code(t) != "MAX_ANSWER_VALUES_LIMIT" {
+				t.Errorf("refused at once: %d %s", rec.Code, out)
+			}
+			continue
+		}
+		last := out[strings.LastIndex(out, "\r\n\r\n{")+4:]
+		var part struct {
+			Incremental []struct {
+				Path   []any
+				Errors []gqlError
+			}
+			HasNext bool
+		}
+		if err := json.Unmarshal([]byte(last[:strings.Index(last, "\r\n")]), &part); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if part.HasNext || len(part.Incremental) != 1 || len(part.Incremental[0].Path) == 0 ||
+			len(part.Incremental[0].Errors) != 1 || part.Incremental[0].Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" {
+			t.Errorf("the last part: %s", out)
+		}
+	}
+}

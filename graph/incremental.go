@@ -62,6 +62,9 @@ func writeIncremental(ctx context.Context, w http.ResponseWriter, first *graphql
 			}{false}, true)
 			return
 		}
+		if answerTooLarge(resp) {
+			resp.Errors = resp.Errors[:1] // the limit's error alone, and the last part
+		}
 		more = hasNext(resp)
 		part(struct {
 			Incremental []*graphql.Response `json:"incremental"`

@@ -1814,7 +1814,12 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				}
 			}
 			if ec.values.over.Load() {
-				return ec.tooLarge()
+				tl := ec.tooLarge()
+				tl.Path, tl.Label = response.Path, response.Label
+				if atomic.LoadInt32(&ec.Deferred) > 0 {
+					tl.HasNext = new(bool)
+				}
+				return tl
 			}
 			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
@@ -1835,9 +1840,6 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			first = false
 			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
-			if ec.values.over.Load() {
-				return ec.tooLarge()
-			}
 			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
 			keepResponseSize(ec.memo, buf.Len())
@@ -1882,9 +1884,10 @@ type executionContext struct {
 }
 
 // answerValues counts the values of the answer as they are resolved, the
-// fields of each object and the items of each list, against the operation's
-// -max-answer-values (answerlimit; 0: none). Past it, what is
-// left resolves to null at once, and Exec answers the limit's error alone.
+// fields of each object and the items of each list, against the query's
+// -max-answer-values (answerlimit; 0: none, and for a mutation, whose writes
+// are done by then). Past it, what is left resolves to null at once, and
+// Exec answers the limit's error alone.
 type answerValues struct {
 	max   int64
 	count atomic.Int64
@@ -9577,6 +9580,9 @@ func (ec *executionContext) leafObjectBudget(sel ast.SelectionSet, v *upstream.B
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(fields)) { // the answer is refused whole
+		return graphql.Null, true
+	}
 	return newLeafObjectOut(fields, v, "Budget", leafBudget), true
 }
 
@@ -11178,6 +11184,9 @@ func (ec *executionContext) leafObjectExplorerReport(sel ast.SelectionSet, v *up
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(fields)) { // the answer is refused whole
+		return graphql.Null, true
+	}
 	return newLeafObjectOut(fields, v, "ExplorerReport", leafExplorerReport), true
 }
 
@@ -11808,6 +11817,9 @@ func (ec *executionContext) leafObjectPageInfo(sel ast.SelectionSet, v *model.Pa
 	fields, ok := ec.laterFieldsPageInfo(sel)
 	if !ok {
 		return nil, false
+	}
+	if !ec.spend(len(fields)) { // the answer is refused whole
+		return graphql.Null, true
 	}
 	return newLeafObjectOut(fields, v, "PageInfo", leafPageInfo), true
 }
@@ -13329,6 +13341,9 @@ func (ec *executionContext) leafObjectScheduledNotification(sel ast.SelectionSet
 	if !ok {
 		return nil, false
 	}
+	if !ec.spend(len(fields)) { // the answer is refused whole
+		return graphql.Null, true
+	}
 	return newLeafObjectOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
 }
 
@@ -14061,6 +14076,9 @@ func (ec *executionContext) leafObjectUser(sel ast.SelectionSet, v *upstream.Use
 	fields, ok := ec.laterFieldsUser(sel)
 	if !ok {
 		return nil, false
+	}
+	if !ec.spend(len(fields)) { // the answer is refused whole
+		return graphql.Null, true
 	}
 	return newLeafObjectOut(fields, v, "User", leafUser), true
 }
