@@ -420,9 +420,9 @@ func (r HistoryRow) Date(col string) (Date, error) {
 	if !ok {
 		return Date{}, fmt.Errorf("history row has no column %q", col)
 	}
-	var n int64
-	integral := false
-	if len(v) > 0 && (v[0] == '-' || '0' <= v[0] && v[0] <= '9') && json.Valid(v) { // a JSON number
+	n, err := strconv.ParseInt(string(v), 10, 64) // the form answers have
+	integral := err == nil
+	if !integral && len(v) > 0 && (v[0] == '-' || '0' <= v[0] && v[0] <= '9') && json.Valid(v) { // a JSON number
 		n, integral, ok = intValue(v)
 	}
 	if !integral || !ok || n < 10000101 || n > 99991231 {

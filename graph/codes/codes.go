@@ -264,9 +264,10 @@ func quality(params map[string]string) (q float64, ok bool) {
 }
 
 // AcceptsExactly reports whether r's Accept header names the media type mt
-// itself (no wildcard) with a q above 0.
+// (in lower case) itself, no wildcard, with a q above 0. Media types are
+// case-insensitive.
 func AcceptsExactly(r *http.Request, mt string) bool {
-	accept := r.Header.Get("Accept")
+	accept := strings.ToLower(r.Header.Get("Accept")) // no copy when it is in lower case already
 	if !strings.Contains(accept, mt) {
 		return false
 	}

@@ -153,7 +153,14 @@ var intsFit = core.Rule{
 	Name: "IntsFit",
 	RuleFunc: func(observers *core.Events, addError core.AddErrFunc) {
 		observers.OnValue(func(_ *core.Walker, v *ast.Value) {
-			if v.Kind != ast.IntValue || v.ExpectedType == nil || v.ExpectedType.NamedType != "Int" {
+			if v.Kind != ast.IntValue || v.ExpectedType == nil {
+				return
+			}
+			t := v.ExpectedType
+			for t.Elem != nil { // one value where a list is expected is a list of one
+				t = t.Elem
+			}
+			if t.NamedType != "Int" {
 				return
 			}
 			if _, err := strconv.ParseInt(v.Raw, 10, 32); err != nil {

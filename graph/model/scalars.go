@@ -409,12 +409,22 @@ func AppendFloat(b []byte, f float64) []byte {
 // trailing zeros, are what strconv writes. TestAppendFloatIsStrconvs and
 // FuzzAppendFloat hold the two to the same bytes.
 func appendFloat(b []byte, f float64) []byte {
-	if c := f * 100; f != 0 && c > -1e15 && c < 1e15 {
-		if n := math.Round(c); n/100 == f {
-			return appendCents(b, int64(n))
-		}
+	if n, ok := cents(f); ok && f != 0 {
+		return appendCents(b, n)
 	}
 	return strconv.AppendFloat(b, f, 'f', -1, 64)
+}
+
+// cents returns f as a whole number of hundredths when it is one of at most
+// 15 digits whose decimal reads back as f (appendFloat says why that is
+// exact).
+func cents(f float64) (int64, bool) {
+	if c := f * 100; c > -1e15 && c < 1e15 {
+		if n := math.Round(c); n/100 == f {
+			return int64(n), true
+		}
+	}
+	return 0, false
 }
 
 // appendCents appends n hundredths as a decimal without trailing zeros.
@@ -472,7 +482,7 @@ func decimals(v float64) int {
 	if math.IsInf(v, 0) || math.IsNaN(v) { // no decoded amount is either
 		return 0
 	}
-	if c := v * 100; c > -1e15 && c < 1e15 && math.Round(c)/100 == v {
+	if _, ok := cents(v); ok {
 		return 2
 	}
 	var buf [32]byte
