@@ -100,6 +100,7 @@ func TestDeferRefusedMultipartIsOneAnswer(t *testing.T) {
 		"application/json, */*":                                false,
 		"multipart/mixed;deferSpec=20220824, application/json": true,
 		"application/json;q=0.9, multipart/mixed;q=0.1":        true,
+		"Multipart/Mixed, application/json":                    true, // media types are case-insensitive
 	} {
 		req := postRequest(body, sim.DemoKey)
 		req.Header.Set("Accept", accept)
