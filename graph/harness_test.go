@@ -59,6 +59,32 @@ func (c *callLog) take() []string {
 	return out
 }
 
+// editBudgetList makes the answers of listBudgets reach the gateway as edit
+// leaves their records (data's objects, decoded), as an upstream that sent
+// them so would have them.
+func (e *env) editBudgetList(t testing.TB, edit func(records []any)) {
+	e.calls.mu.Lock()
+	defer e.calls.mu.Unlock()
+	e.calls.fail = func(r *http.Request) *http.Response {
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/budgets" {
+			return nil
+		}
+		resp, err := e.calls.next.RoundTrip(r)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Error(err)
+			return nil
+		}
+		edit(body["data"].([]any))
+		return answer(http.StatusOK, string(must(json.Marshal(body))))
+	}
+}
+
 // envConfig is what an envOption may change.
 type envConfig struct {
 	sim             sim.Options

@@ -235,28 +235,11 @@ func TestLeafObjectsFollowTheSelection(t *testing.T) {
 	}
 
 	// The first budget of the listing comes without its report and creator.
-	e.calls.mu.Lock()
-	e.calls.fail = func(r *http.Request) *http.Response {
-		if r.Method != http.MethodGet || r.URL.Path != "/v1/budgets" {
-			return nil
-		}
-		resp, err := e.calls.next.RoundTrip(r)
-		if err != nil {
-			t.Error(err)
-			return nil
-		}
-		defer resp.Body.Close()
-		var body map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			t.Error(err)
-			return nil
-		}
-		first := body["data"].([]any)[0].(map[string]any)
+	e.editBudgetList(t, func(records []any) {
+		first := records[0].(map[string]any)
 		delete(first, "explorerReport")
 		first["creator"] = nil
-		return answer(http.StatusOK, string(must(json.Marshal(body))))
-	}
-	e.calls.mu.Unlock()
+	})
 	e.mustQuery(t, sim.DemoKey, query(leaves), nil, &got)
 	if n := got.Budgets.Nodes[0]; string(n.ExplorerReport) != "null" || string(n.Creator) != "null" {
 		t.Errorf("a budget without its report and creator: %s and %s", n.ExplorerReport, n.Creator)

@@ -1,49 +1,26 @@
 package graph_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
-	"strconv"
 	"testing"
 
 	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// withoutPlanningRows makes the budgets of listBudgets' answers come without
+// withoutPlanningRows is a gateway whose listBudgets answers come without
 // their planning rows, as an upstream might send them: the contract's
 // budget records carry them, so the cost estimate does not count the
 // planning grid each budget then needs.
-func withoutPlanningRows(t *testing.T, e *env) {
-	e.calls.fail = func(r *http.Request) *http.Response {
-		if r.Method != http.MethodGet || r.URL.Path != "/v1/budgets" {
-			return nil
+func withoutPlanningRows(t *testing.T, maxCost int) *env {
+	l := limits.Defaults()
+	l.MaxCost = maxCost
+	e := newEnv(t, withLimits(l))
+	e.editBudgetList(t, func(records []any) {
+		for _, b := range records {
+			delete(b.(map[string]any), "plannings")
 		}
-		resp, err := e.calls.next.RoundTrip(r)
-		if err != nil {
-			t.Error(err)
-			return nil
-		}
-		defer resp.Body.Close()
-		var page struct {
-			Data       []map[string]json.RawMessage `json:"data"`
-			Pagination json.RawMessage              `json:"pagination"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-			t.Error(err)
-			return nil
-		}
-		for _, b := range page.Data {
-			delete(b, "plannings")
-		}
-		body, _ := json.Marshal(page)
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		return resp
-	}
+	})
+	return e
 }
 
 // A budget record without its planning rows has them read from its planning
@@ -54,7 +31,7 @@ func withoutPlanningRows(t *testing.T, e *env) {
 func TestBudgetsWithoutPlanningRows(t *testing.T) {
 	t.Parallel()
 	const q = `{ budgets(first: 24) { nodes { upstreamId plannings { upstreamId } } } }`
-	type answer struct {
+	type page struct {
 		Budgets *struct {
 			Nodes []*struct {
 				UpstreamID string `json:"upstreamId"`
@@ -67,11 +44,8 @@ func TestBudgetsWithoutPlanningRows(t *testing.T) {
 
 	t.Run("without a cost limit", func(t *testing.T) {
 		t.Parallel()
-		l := limits.Defaults()
-		l.MaxCost = 0
-		e := newEnv(t, withLimits(l))
-		withoutPlanningRows(t, e)
-		var got answer
+		e := withoutPlanningRows(t, 0)
+		var got page
 		e.mustQuery(t, sim.DemoKey, q, nil, &got)
 		calls := countOps(e.calls.take())
 		if len(got.Budgets.Nodes) != 24 {
@@ -89,14 +63,12 @@ func TestBudgetsWithoutPlanningRows(t *testing.T) {
 
 	t.Run("within -max-cost", func(t *testing.T) {
 		t.Parallel()
-		l := limits.Defaults()
-		l.MaxCost = 10
-		e := newEnv(t, withLimits(l))
-		withoutPlanningRows(t, e)
+		const maxCost = 10
+		e := withoutPlanningRows(t, maxCost)
 		r := e.query(t, sim.DemoKey, q, nil)
 		calls := e.calls.take()
-		if len(calls) > l.MaxCost {
-			t.Errorf("%d upstream calls, more than -max-cost %d: %v", len(calls), l.MaxCost, countOps(calls))
+		if len(calls) > maxCost {
+			t.Errorf("%d upstream calls, more than -max-cost %d: %v", len(calls), maxCost, countOps(calls))
 		}
 		if n := countOps(calls)["GET /v1/budgets"]; n != 1 {
 			t.Errorf("%d list calls, want 1", n)
