@@ -156,7 +156,8 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 	}
 	p("\nThe random documents (%d, from a fixed seed) are made by `bench/hostile_gen.go`; the shapes are in\n", r.RandomDocs)
 	p("`bench/hostile_shapes.go`. Items refer to issue 14's sections: A (cost bounded before the expensive work),\n")
-	p("B (one caller cannot hurt the others), C (upstream answers), D (HTTP edges).\n\n")
+	p("B (one caller cannot hurt the others), C (upstream answers), D (HTTP edges); O are shapes found from outside\n")
+	p("after the issue (docs/security.md), each once a defect.\n\n")
 }
 
 func bytesOf(n int) string {

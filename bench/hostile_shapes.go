@@ -323,6 +323,38 @@ var hostileShapes = []hostileShape{
 		edit:  func(req *http.Request, _ int64) { req.Header.Add("Authorization", "Bearer "+legitKey) },
 	},
 	{
+		Name: "nested-defer", Item: "O", Keys: []keyMode{withKey},
+		Title: "nested @defer fragments without labels, over multipart/mixed: a field deferred twice under one " +
+			"label once made the answer never end and hold its place in -requests-in-flight",
+		body: func(*hostileTarget) []byte {
+			return mustBody(`{ budgets(first: 1) { nodes { ... @defer { name ... @defer { metrics { totalTarget } } } } } }`, nil)
+		},
+		edit: func(req *http.Request, _ int64) { req.Header.Set("Accept", "multipart/mixed, application/json") },
+	},
+	{
+		Name: "skip-null", Item: "O", Keys: bothKeys,
+		Title: "`@skip(if: $s)` with `$s` set to null, which once made the executor panic and answer 500",
+		body: func(*hostileTarget) []byte {
+			return mustBody(`query Skip($s: Boolean = true) { __typename @skip(if: $s) }`, map[string]any{"s": nil})
+		},
+	},
+	{
+		Name: "aliased-history", Item: "O", Keys: []keyMode{withKey},
+		Title: "29 aliases of a year's daily Explorer history (3 KB): once 21 MB answered for 1.2 s of CPU, " +
+			"now past -max-answer-values",
+		body: func(*hostileTarget) []byte {
+			var b strings.Builder
+			b.WriteString("query Aliased { explorer {")
+			for i := range 29 {
+				fmt.Fprintf(&b, ` h%d: history(query: {dateRange: {start: "2025-11-01", end: "2026-10-31"}, `+
+					`groupBy: "product_product_name", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) `+
+					`{ costRows { group date cost } }`, i)
+			}
+			b.WriteString(" } }")
+			return mustBody(b.String(), nil)
+		},
+	},
+	{
 		Name: "random", Item: "fuzz", Keys: bothKeys,
 		Title: "random documents over the schema: fields and arguments, aliases, named and inline fragments, " +
 			"@include/@skip with variables; about half are valid, the rest fail validation (hostile_gen.go)",
