@@ -70,12 +70,51 @@ type Loaders struct {
 	notifications   lazy[struct{}, []upstream.ScheduledNotification]
 	budgets         lazy[struct{}, []upstream.Budget]
 
+	// shaped holds what the resolvers made of loaded answers (Shape).
+	shaped struct {
+		sync.Mutex
+		m map[shapeKey]*shapeOnce
+	}
+
 	// unestimated holds the keys of the reads the operation's cost
 	// estimate did not count (AllowUnestimated).
 	unestimated struct {
 		sync.Mutex
 		keys map[string]struct{}
 	}
+}
+
+type shapeKey struct {
+	v    any
+	kind string
+}
+
+type shapeOnce struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+// Shape returns what shape makes of v, an answer the request loaded, made
+// once in the request for each v and kind: the fields that select one
+// loaded answer again (aliases of a field with the same arguments, which
+// share its load) share what was made of it, as they share the call. What
+// shape returns must not be changed by those who read it.
+func Shape[T any](l *Loaders, v any, kind string, shape func() (T, error)) (T, error) {
+	l.shaped.Lock()
+	if l.shaped.m == nil {
+		l.shaped.m = map[shapeKey]*shapeOnce{}
+	}
+	k := shapeKey{v, kind}
+	s := l.shaped.m[k]
+	if s == nil {
+		s = &shapeOnce{}
+		l.shaped.m[k] = s
+	}
+	l.shaped.Unlock()
+	s.once.Do(func() { s.v, s.err = shape() })
+	out, _ := s.v.(T)
+	return out, s.err
 }
 
 // AllowUnestimated reports whether a read the operation's cost estimate did

@@ -241,3 +241,47 @@ func TestForgetMakesNoLoader(t *testing.T) {
 		t.Error("Forget made a loader")
 	}
 }
+
+// Shape makes what it is asked once per loaded answer and kind, however
+// many fields ask at once: aliases of one Explorer history once shaped its
+// rows once each, six times the work of one before -max-answer-values
+// stopped them, where they now share it.
+func TestShapeOncePerAnswerAndKind(t *testing.T) {
+	t.Parallel()
+	l := New(nil, Options{})
+	a, b := new(int), new(int)
+	var made atomic.Int32
+	shape := func(n int) func() (int, error) {
+		return func() (int, error) { made.Add(1); return n, nil }
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if got, err := Shape(l, a, "rows", shape(7)); got != 7 || err != nil {
+				t.Errorf("Shape = %d, %v; want 7", got, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := made.Load(); n != 1 {
+		t.Fatalf("made %d times for one answer and kind, want once", n)
+	}
+	if got, _ := Shape(l, a, "rows+raw", shape(8)); got != 8 {
+		t.Errorf("another kind of the same answer: %d, want 8", got)
+	}
+	if got, _ := Shape(l, b, "rows", shape(9)); got != 9 {
+		t.Errorf("another answer: %d, want 9", got)
+	}
+	if n := made.Load(); n != 3 {
+		t.Errorf("made %d times for three answers and kinds, want 3", n)
+	}
+	fail := errors.New("bad answer")
+	for range 2 {
+		if _, err := Shape(l, b, "failing", func() (int, error) { made.Add(1); return 0, fail }); !errors.Is(err, fail) {
+			t.Errorf("err = %v, want the shape's error each time", err)
+		}
+	}
+	if n := made.Load(); n != 4 {
+		t.Errorf("a failing shape made %d times in all, want once", n-3)
+	}
+}

@@ -7,9 +7,11 @@ package resolvers
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/generated"
+	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/upstream"
 )
@@ -58,7 +60,15 @@ func (r explorerResolver) DimensionValues(ctx context.Context, obj *model.Explor
 }
 
 func (r explorerHistoryResolver) CostRows(ctx context.Context, obj *upstream.ExplorerHistory) ([]model.HistoryCostRow, error) {
-	return historyRows(obj, selects(ctx, "HistoryCostRow", "raw"))
+	withRaw := selects(ctx, "HistoryCostRow", "raw")
+	l := loaders.For(ctx)
+	if l == nil {
+		return historyRows(obj, withRaw)
+	}
+	// Shaped once a request: aliases of one history share its rows.
+	return loaders.Shape(l, obj, "costRows/"+strconv.FormatBool(withRaw), func() ([]model.HistoryCostRow, error) {
+		return historyRows(obj, withRaw)
+	})
 }
 
 func (r queryResolver) Explorer(ctx context.Context) (*model.Explorer, error) {
