@@ -266,7 +266,7 @@ func (tc errorCase) run(t *testing.T) response {
 	tc.up.check(t, ge.Extensions)
 	if tc.ext != nil {
 		for k, want := range tc.ext(f) {
-			if ge.Extensions[k] != want {
+			if !cmp.Equal(ge.Extensions[k], want) {
 				t.Errorf("extensions.%s = %#v, want %#v", k, ge.Extensions[k], want)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/costgw/gateway/graph/codes"
@@ -36,6 +37,7 @@ func (p presenter) present(ctx context.Context, err error) *gqlerror.Error {
 	if e.Extensions == nil {
 		e.Extensions = map[string]any{}
 	}
+	argumentPath(ctx, e)
 	ce := classify(err)
 	e.Message = ce.Message
 	e.Extensions["code"] = string(ce.Code)
@@ -50,6 +52,41 @@ func (p presenter) present(ctx context.Context, err error) *gqlerror.Error {
 		}
 	}
 	return e
+}
+
+// argumentPath moves the part of e's path that names an argument of the
+// field (gqlgen goes on into the argument when its value does not coerce:
+// "budgetLookback", "input", "startDate") to extensions.argumentPath: an
+// error's path is a path of the answer, field names and list indices
+// (GraphQL spec, "Errors"), and the field is where the error is.
+func argumentPath(ctx context.Context, e *gqlerror.Error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return
+	}
+	at := fc.Path()
+	if len(e.Path) <= len(at) {
+		return
+	}
+	if _, named := e.Path[len(at)].(ast.PathName); !named {
+		return // a list's item, which the answer has
+	}
+	for i := range at {
+		if e.Path[i] != at[i] {
+			return
+		}
+	}
+	arg := make([]any, 0, len(e.Path)-len(at))
+	for _, p := range e.Path[len(at):] {
+		switch p := p.(type) {
+		case ast.PathName:
+			arg = append(arg, string(p))
+		case ast.PathIndex:
+			arg = append(arg, int(p))
+		}
+	}
+	e.Path = at
+	e.Extensions["argumentPath"] = arg
 }
 
 // recover is the gqlgen recover function: a panic in a resolver or in the
