@@ -74,9 +74,7 @@ func TestAnswerValuesAreBounded(t *testing.T) {
 
 // Every way an answer is built counts: objects resolved field by field,
 // lists of them, objects written from their record (edges' nodes, which
-// went uncounted in the first version), introspection. A mutation is not
-// bounded: its writes are done by the time its answer is, and a refusal
-// would say they were not.
+// went uncounted in the first version), introspection, mutations.
 func TestAnswerValuesCountEveryPath(t *testing.T) {
 	t.Parallel()
 	small := limits.Defaults()
@@ -111,16 +109,23 @@ func TestAnswerValuesCountEveryPath(t *testing.T) {
 		}
 	}
 
-	one := limits.Defaults()
-	one.MaxAnswerValues = 1
-	var got struct {
-		UpdateBudget struct{ Budget struct{ Name string } }
-	}
-	newEnv(t, withLimits(one)).mustQuery(t, sim.DemoKey, `mutation($in: UpdateBudgetInput!) {
+	// A mutation's answer is bounded too (a budget's plannings' budget's
+	// plannings… once answered 17 MB to 636 bytes), but its writes are made
+	// by then: what was resolved is kept, and the error says so.
+	few := limits.Defaults()
+	few.MaxAnswerValues = 3
+	m := newEnv(t, withLimits(few))
+	r := m.query(t, sim.DemoKey, `mutation($in: UpdateBudgetInput!) {
 		updateBudget(input: $in) { budget { id name status } userErrors { message } } }`,
-		map[string]any{"in": map[string]any{"id": ids.Budgets.Nodes[0].ID, "name": "Renamed"}}, &got)
-	if got.UpdateBudget.Budget.Name != "Renamed" {
-		t.Errorf("the mutation's answer: %+v", got)
+		map[string]any{"in": map[string]any{"id": ids.Budgets.Nodes[0].ID, "name": "Renamed"}})
+	if r.Data == nil || len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" ||
+		!strings.Contains(r.Errors[0].Message, "writes were made") {
+		t.Errorf("the mutation's answer past the bound: %.400s", r.raw)
+	}
+	var read struct{ Budget struct{ Name string } }
+	m.mustQuery(t, sim.DemoKey, `query($id: ID!) { budget(id: $id) { name } }`, map[string]any{"id": ids.Budgets.Nodes[0].ID}, &read)
+	if read.Budget.Name != "Renamed" {
+		t.Errorf("the write of a mutation whose answer went past the bound: name %q", read.Budget.Name)
 	}
 }
 

@@ -1843,6 +1843,12 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
 			keepResponseSize(ec.memo, buf.Len())
+			if ec.values.over.Load() {
+				return &graphql.Response{
+					Data:   buf.Bytes(),
+					Errors: gqlerror.List{answerlimit.MutationError(ec.values.max)},
+				}
+			}
 
 			return &graphql.Response{
 				Data: buf.Bytes(),
@@ -1884,10 +1890,10 @@ type executionContext struct {
 }
 
 // answerValues counts the values of the answer as they are resolved, the
-// fields of each object and the items of each list, against the query's
-// -max-answer-values (answerlimit; 0: none, and for a mutation, whose writes
-// are done by then). Past it, what is left resolves to null at once, and
-// Exec answers the limit's error alone.
+// fields of each object and the items of each list, against the operation's
+// -max-answer-values (answerlimit; 0: none). Past it, what is left resolves
+// to null at once, and Exec answers the limit's error alone; a mutation's
+// answer keeps what was resolved, since its writes are done by then.
 type answerValues struct {
 	max   int64
 	count atomic.Int64

@@ -143,11 +143,7 @@ func ShownName(name string) string {
 func (e *Extension) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
 	s, err := check(rc.Operation, rc.Variables, e.Config)
 	rc.Stats.SetExtension(costStats, Cost{Estimated: s.Calls, Max: e.Config.MaxCost})
-	if rc.Operation.Operation == ast.Query {
-		// A mutation's answer is not bounded: its writes are done by the
-		// time its answer is, and a refusal would say they were not.
-		answerlimit.Set(rc, e.Config.MaxAnswerValues)
-	}
+	answerlimit.Set(rc, e.Config.MaxAnswerValues)
 	if err != nil {
 		return err
 	}

@@ -36,3 +36,13 @@ func Error(max int64) *gqlerror.Error {
 		"the answer would hold more than %d values (fields and list items; -max-answer-values): select less, or page through it", max).
 		With("maxValues", max).GraphQL()
 }
+
+// MutationError is the error of a mutation's answer that went past max
+// values: its writes were made, and what was resolved of its answer is
+// kept beside the error.
+func MutationError(max int64) *gqlerror.Error {
+	return codes.Errorf(codes.MaxAnswerValues,
+		"the mutation's writes were made, but its answer would hold more than %d values (fields and list items; "+
+			"-max-answer-values): what is past them is null; read them back with a query that selects less", max).
+		With("maxValues", max).GraphQL()
+}
