@@ -168,3 +168,37 @@ func TestAnswerValuesWithDefer(t *testing.T) {
 		}
 	}
 }
+
+// A JSON value counts by its size: one value and one more for each 40
+// bytes of it. It counted as one, so twenty aliases of a budget's four JSON
+// fields, each a 64 KB string the upstream stored, answered 5 MB to a
+// 2 KB request within the bound.
+func TestAnswerValuesCountJSONBySize(t *testing.T) {
+	t.Parallel()
+	l := limits.Defaults()
+	l.MaxAnswerValues = 500
+	e := newEnv(t, withLimits(l))
+	var ids struct {
+		Budgets struct{ Nodes []struct{ ID string } }
+	}
+	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 1) { nodes { id } } }`, nil, &ids)
+	big := strings.Repeat("x", 40_000)
+	var upd struct {
+		UpdateBudget struct{ UserErrors []any }
+	}
+	e.mustQuery(t, sim.DemoKey, `mutation($in: UpdateBudgetInput!) { updateBudget(input: $in) { userErrors { message } } }`,
+		map[string]any{"in": map[string]any{"id": ids.Budgets.Nodes[0].ID, "growthRate": big}}, &upd)
+	if len(upd.UpdateBudget.UserErrors) > 0 {
+		t.Fatalf("storing the value: %+v", upd)
+	}
+	for _, q := range []string{
+		`{ budgets(first: 30) { nodes { growthRate } } }`,
+		`query($id: ID!) { budget(id: $id) { growthRate } }`,
+	} {
+		r := e.query(t, sim.DemoKey, q, map[string]any{"id": ids.Budgets.Nodes[0].ID})
+		if len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" {
+			t.Errorf("%s: a JSON value of 40 000 bytes within 500 values: %.300s", q, r.raw)
+		}
+	}
+	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 30) { nodes { name } } }`, nil, nil)
+}

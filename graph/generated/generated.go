@@ -15688,6 +15688,9 @@ func (ec *executionContext) marshalNJSON2encodingᚋjsonᚐRawMessage(ctx contex
 		return graphql.Null
 	}
 	_ = sel
+	if !ec.spend(1 + len(v)/answerlimit.JSONBytes) {
+		return graphql.Null
+	}
 	res := model.MarshalJSONValue(v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -16943,6 +16946,9 @@ func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx contex
 		return graphql.Null
 	}
 	_ = sel
+	if !ec.spend(1 + len(v)/answerlimit.JSONBytes) {
+		return graphql.Null
+	}
 	res := model.MarshalJSONValue(v)
 	return graphql.WrapContextMarshaler(ctx, res)
 }

@@ -12,6 +12,13 @@ import (
 
 const stats = "costgw.maxAnswerValues"
 
+// JSONBytes is what a value of an answer is worth, in bytes of a JSON
+// scalar: about what a field or a list's item of an answer takes as JSON.
+// A JSON scalar counts one value and one more for each JSONBytes of its
+// text, so that a large one, which the upstream may store for any budget,
+// is counted by its size, not as one value.
+const JSONBytes = 40
+
 // Set keeps max as the bound on the values of the answer of oc's
 // operation; 0 is none.
 func Set(oc *graphql.OperationContext, max int) {
