@@ -24,6 +24,8 @@ type envelope struct {
 	// variables and extensions are the raw JSON of an object; nil when
 	// absent or null.
 	variables, extensions []byte
+	// seen marks the members above the body has had, each by its bit.
+	seen uint8
 }
 
 type optString struct {
@@ -44,9 +46,9 @@ var errNotObject = &envelopeError{msg: "the body is not a JSON object"}
 
 // decodeEnvelope reads a POST body: exactly one JSON object, query,
 // operationName, documentId and doc_id strings or null, variables and
-// extensions objects or null, any other member any JSON value. It is
-// encoding/json's reading of the same body (strings decoded alike, invalid
-// UTF-8 replaced by U+FFFD, the last of repeated members winning), in one
+// extensions objects or null, any other member any JSON value, none of
+// these six twice. It is encoding/json's reading of the same body (strings
+// decoded alike, invalid UTF-8 replaced by U+FFFD), in one
 // pass and with no copy but the decoded strings; member names match
 // exactly, as the GraphQL-over-HTTP spec has them, not case-insensitively
 // as encoding/json's do.
@@ -94,20 +96,27 @@ func decodeEnvelope(body []byte) (envelope, *envelopeError) {
 func (env *envelope) member(s *jsonScanner, name []byte) *envelopeError {
 	var str *optString
 	var obj *[]byte
+	var bit uint8
 	switch string(name) {
 	case "query":
-		str = &env.query
+		str, bit = &env.query, 1
 	case "operationName":
-		str = &env.operationName
+		str, bit = &env.operationName, 2
 	case "documentId":
-		str = &env.documentID
+		str, bit = &env.documentID, 4
 	case "doc_id":
-		str = &env.docID
+		str, bit = &env.docID, 8
 	case "variables":
-		obj = &env.variables
+		obj, bit = &env.variables, 16
 	case "extensions":
-		obj = &env.extensions
+		obj, bit = &env.extensions, 32
 	}
+	if env.seen&bit != 0 {
+		// Which one wins is the reader's choice: a proxy that read the
+		// first could pass what the gateway, reading the last, runs.
+		return &envelopeError{msg: "the body has two members named " + string(name) + ": send one"}
+	}
+	env.seen |= bit
 	start := s.i
 	switch {
 	case str != nil && s.peek() == '"':

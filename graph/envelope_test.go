@@ -16,6 +16,35 @@ import (
 // every body alike, but for the three documented differences: member names
 // match exactly, nesting is bounded by maxBodyNesting, and a list by
 // maxBodyList.
+// repeatsMember reports whether body, one JSON object, has one of the six
+// members of a GraphQL request twice, which decodeEnvelope refuses and
+// encoding/json reads as the last.
+func repeatsMember(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch k, _ := t.(string); k {
+		case "query", "operationName", "documentId", "doc_id", "variables", "extensions":
+			if seen[k] {
+				return true
+			}
+			seen[k] = true
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
 func referenceEnvelope(body []byte) (q, op, docID *string, vars, ext json.RawMessage, ok bool) {
 	var b struct {
 		Query         *string         `json:"query"`
@@ -38,7 +67,7 @@ func referenceEnvelope(body []byte) (q, op, docID *string, vars, ext json.RawMes
 	isObj := func(m json.RawMessage) bool {
 		return len(m) == 0 || string(m) == "null" || m[0] == '{'
 	}
-	if !isObj(b.Variables) || !isObj(b.Extensions) {
+	if !isObj(b.Variables) || !isObj(b.Extensions) || repeatsMember(body) {
 		return nil, nil, nil, nil, nil, false
 	}
 	docID = b.DocID

@@ -270,6 +270,38 @@ func TestMalformedRequestsAreTyped(t *testing.T) {
 	}
 }
 
+// A request that names a parameter twice is a bad request, POST or GET:
+// which one wins is the reader's choice, and a proxy that read one could
+// pass what the gateway, reading the other, runs. The gateway ran the last
+// of a body's and the first of a query string's.
+func TestRepeatedParametersAreRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, body := range []string{
+		`{"query": "{ __typename }", "query": "mutation { __typename }"}`,
+		`{"query": "query A { __typename } query B { __typename }", "operationName": "A", "operationName": "B"}`,
+		`{"query": "{ __typename }", "variables": {}, "variables": {"a": 1}}`,
+		`{"query": "{ __typename }", "extensions": null, "extensions": {}}`,
+	} {
+		if r := e.post(t, body, "Authorization", "Bearer "+sim.DemoKey); r.status != 400 || r.code(t) != string(codes.BadRequest) {
+			t.Errorf("%s: %d %s", body, r.status, r.raw)
+		}
+	}
+	for _, q := range []string{
+		"query=%7B__typename%7D&query=mutation%7B__typename%7D",
+		"query=%7B__typename%7D&operationName=A&operationName=B",
+		"query=%7B__typename%7D&variables=%7B%7D&variables=%7B%7D",
+	} {
+		req := httptest.NewRequest("GET", "/graphql?"+q, nil)
+		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if r := decode(t, rec); rec.Code != 400 || r.code(t) != string(codes.BadRequest) {
+			t.Errorf("GET %s: %d %s", q, rec.Code, rec.Body)
+		}
+	}
+}
+
 // Without a key, a request can only introspect the schema, and is read
 // only up to NoKeyMaxBodyBytes: it costs close to nothing.
 func TestRequestsWithoutAKeyCostLittle(t *testing.T) {

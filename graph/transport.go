@@ -368,6 +368,13 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 	if err != nil {
 		return bad("the query string is malformed")
 	}
+	for _, name := range []string{"query", "operationName", "variables", "extensions", "documentId", "doc_id"} {
+		if len(q[name]) > 1 {
+			// Which one wins is the reader's choice: a proxy that read
+			// one could pass what the gateway, reading another, runs.
+			return bad("the query string has " + name + " twice: send one")
+		}
+	}
 	p := &graphql.RawParams{Query: q.Get("query"), OperationName: q.Get("operationName")}
 	if v := q.Get("variables"); v != "" {
 		if err := checkJSONObject([]byte(v)); err != nil {
