@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -156,8 +157,11 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 	early, _ := r.Context().Value(earlyBodyKey{}).(*earlyBody)
 	if early == nil { // readFirst read no body: its headers are checked here
 		if rerr := checkHTTP(r, limit, hasKey); rerr != nil {
-			if rerr.err.Code == codes.MethodNotAllowed {
+			switch rerr.err.Code {
+			case codes.MethodNotAllowed:
 				w.Header().Set("Allow", "GET, POST, OPTIONS")
+			case codes.UnsupportedMediaType:
+				w.Header().Set("Accept-Encoding", "identity") // the one coding taken (RFC 9110, 15.5.16)
 			}
 			return nil, "", rerr
 		}
@@ -206,9 +210,19 @@ func checkHTTP(r *http.Request, limit int64, hasKey bool) *requestError {
 		}
 		return nil
 	case http.MethodPost:
-		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
 			return refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the request as Content-Type: application/json")
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			// JSON is UTF-8 (RFC 8259): another charset's bytes would be
+			// read as UTF-8, and each byte that is not become U+FFFD.
+			return refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the body in UTF-8 (charset=utf-8, or none)")
+		}
+		if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+			// A body the gateway does not decode would be read as JSON as
+			// it is (RFC 9110: 415, saying what is accepted).
+			return refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the body without a Content-Encoding")
 		}
 		if r.ContentLength > limit {
 			return refuse(http.StatusRequestEntityTooLarge, codes.RequestTooLarge, tooLarge("body", limit, hasKey))

@@ -126,7 +126,7 @@ var registry = map[Code]Info{
 	PersistedQueryNotInList: {Meaning: "The gateway runs only its trusted documents (-only-persisted), and the request's query is not one of them (HTTP 400).", Retry: Never, Request: true, Caller: true},
 	BadRequest:              {Meaning: "The HTTP request is not a GraphQL request: its body is not one JSON object with a string query, its parameters have the wrong types, its persistedQuery extension is malformed or does not match its query, or it has two Authorization headers (HTTP 400, whatever the media type).", Retry: Never, Request: true, Caller: true},
 	MethodNotAllowed:        {Meaning: "The endpoint takes GET (queries only) and POST; the Allow header says which fits (HTTP 405).", Retry: Never, Request: true, Caller: true},
-	UnsupportedMediaType:    {Meaning: "A POST body that is not application/json (HTTP 415).", Retry: Never, Request: true, Caller: true},
+	UnsupportedMediaType:    {Meaning: "A POST body that is not application/json, is in another charset than UTF-8, or has a Content-Encoding (HTTP 415, with Accept-Encoding: identity).", Retry: Never, Request: true, Caller: true},
 }
 
 var registerOnce sync.Once
