@@ -528,10 +528,20 @@ func TestMutationUserErrors(t *testing.T) {
 
 	// An update the upstream refuses is reported the same way and changes nothing.
 	var got struct{ UpdateBudget *writePayload }
-	e.mustChecked(t, sim.DemoKey, qUpdate, map[string]any{"in": map[string]any{"id": f.budgetGID, "name": "Renamed", "numberOfPeriods": 0}}, &got)
+	e.mustChecked(t, sim.DemoKey, qUpdate, map[string]any{"in": map[string]any{"id": f.budgetGID, "name": "Renamed", "lookbackPeriod": 99}}, &got)
 	if p := got.UpdateBudget; p == nil || p.Budget != nil || len(p.UserErrors) != 1 || p.UserErrors[0].Field[0] != "input" ||
-		!strings.Contains(p.UserErrors[0].Message, "numberOfPeriods") || p.UserErrors[0].Code != "INVALID_VALUE" {
+		!strings.Contains(p.UserErrors[0].Message, "lookbackPeriod") || p.UserErrors[0].Code != "INVALID_VALUE" {
 		t.Errorf("updateBudget payload = %+v", p)
+	}
+	// An update's fields are checked as a create's are, each beside its
+	// field: an empty name was the upstream's refusal of the whole input.
+	for field, v := range map[string]any{"name": "", "numberOfPeriods": 0, "explorerReportId": ""} {
+		var bad struct{ UpdateBudget *writePayload }
+		e.mustChecked(t, sim.DemoKey, qUpdate, map[string]any{"in": map[string]any{"id": f.budgetGID, field: v}}, &bad)
+		if p := bad.UpdateBudget; p == nil || p.Budget != nil || len(p.UserErrors) != 1 ||
+			!slices.Equal(p.UserErrors[0].Field, []string{"input", field}) || p.UserErrors[0].UpstreamCode != nil {
+			t.Errorf("updateBudget with %s %v: payload = %+v", field, v, p)
+		}
 	}
 	var b struct{ Budget struct{ Name string } }
 	e.mustChecked(t, sim.DemoKey, qBudget, map[string]any{"id": f.budgetGID}, &b)

@@ -89,15 +89,7 @@ func raw(in graphql.Omittable[json.RawMessage]) json.RawMessage {
 func (r mutationResolver) createBudget(ctx context.Context, in model.CreateBudgetInput) (*model.CreateBudgetPayload, error) {
 	var ue userErrors
 	key := idempotencyKey(in.IdempotencyKey, &ue)
-	if in.Name == "" {
-		ue.add(model.UserErrorCodeRequired, "name must not be empty", "name")
-	}
-	if in.NumberOfPeriods < 1 {
-		ue.add(model.UserErrorCodeInvalidValue, "numberOfPeriods must be at least 1", "numberOfPeriods")
-	}
-	if in.ExplorerReportID == "" {
-		ue.add(model.UserErrorCodeRequired, "explorerReportId must not be empty", "explorerReportId")
-	}
+	checkBudgetFields(&in.Name, &in.NumberOfPeriods, &in.ExplorerReportID, &ue)
 	body := &upstream.BudgetCreate{
 		Name:                in.Name,
 		NumberOfPeriods:     in.NumberOfPeriods,
@@ -173,6 +165,7 @@ func (r mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudge
 		CustomStartingValue: raw(in.CustomStartingValue),
 		GrowthRate:          raw(in.GrowthRate),
 	}
+	checkBudgetFields(body.Name, body.NumberOfPeriods, body.ExplorerReportID, &ue)
 	if in.LookbackPeriod.IsSet() {
 		if v := in.LookbackPeriod.Value(); v != nil {
 			body.LookbackPeriod = upstream.Set(*v)
@@ -187,6 +180,22 @@ func (r mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudge
 		return nil, err
 	}
 	return &model.UpdateBudgetPayload{Budget: b, UserErrors: uerrs, IdempotencyKey: key}, nil
+}
+
+// checkBudgetFields adds the user errors of the fields a create and an
+// update share, those given (nil: left out of an update), so that both
+// report them alike, beside the field: an update's empty name was the
+// upstream's refusal of the whole input.
+func checkBudgetFields(name *string, numberOfPeriods *int, explorerReportID *string, ue *userErrors) {
+	if name != nil && *name == "" {
+		ue.add(model.UserErrorCodeRequired, "name must not be empty", "name")
+	}
+	if numberOfPeriods != nil && *numberOfPeriods < 1 {
+		ue.add(model.UserErrorCodeInvalidValue, "numberOfPeriods must be at least 1", "numberOfPeriods")
+	}
+	if explorerReportID != nil && *explorerReportID == "" {
+		ue.add(model.UserErrorCodeRequired, "explorerReportId must not be empty", "explorerReportId")
+	}
 }
 
 // required returns an optional input that the upstream does not allow to be
