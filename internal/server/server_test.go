@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"runtime"
@@ -532,6 +533,25 @@ func TestCORS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A request of two Origin headers gets no CORS answer: rs/cors allowed the
+// first and echoed both in Access-Control-Allow-Origin, the second any
+// origin at all.
+func TestCORSTwoOrigins(t *testing.T) {
+	t.Parallel()
+	h := withCORS([]string{"localhost"}, []string{"Authorization"}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, method := range []string{http.MethodOptions, http.MethodPost} {
+		req := httptest.NewRequest(method, "/graphql", nil)
+		req.Header.Add("Origin", "http://localhost:3000")
+		req.Header.Add("Origin", "https://evil.example")
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if got := rec.Header().Values("Access-Control-Allow-Origin"); len(got) > 0 {
+			t.Errorf("%s with two origins: Access-Control-Allow-Origin %q", method, got)
+		}
 	}
 }
 
