@@ -98,6 +98,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	rc, list := exec.CreateOperationContext(ctx, params)
 	if list != nil {
+		variablePaths(list)
 		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), list)
 		InfoFrom(ctx).answer(resp.Errors, resp.Data)
 		writeResponse(w, media, requestErrorStatus(list, media), resp, false)
@@ -539,4 +540,41 @@ func writeResponse(w http.ResponseWriter, media string, status int, resp *graphq
 // answer went past -max-answer-values, which the executor puts first.
 func answerTooLarge(resp *graphql.Response) bool {
 	return len(resp.Errors) > 0 && resp.Data == nil && resp.Errors[0].Extensions["code"] == string(codes.MaxAnswerValues)
+}
+
+// variablePaths moves the path of an error about a variable's value
+// (gqlparser's and the limits' "variable", "n", …) to
+// extensions.variablePath, and names the variable in its message: an
+// error's path is a path of the answer (GraphQL spec, "Errors"), and a
+// request refused for its variables has none.
+func variablePaths(list gqlerror.List) {
+	for _, e := range list {
+		if len(e.Path) < 2 || e.Path[0] != ast.PathName("variable") {
+			continue
+		}
+		var b strings.Builder
+		b.WriteByte('$')
+		at := make([]any, 0, len(e.Path)-1)
+		for i, p := range e.Path[1:] {
+			switch p := p.(type) {
+			case ast.PathName:
+				if i > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(string(p))
+				at = append(at, string(p))
+			case ast.PathIndex:
+				b.WriteString("[" + strconv.Itoa(int(p)) + "]")
+				at = append(at, int(p))
+			}
+		}
+		if name := b.String(); !strings.HasPrefix(e.Message, name) {
+			e.Message = name + ": " + e.Message
+		}
+		if e.Extensions == nil {
+			e.Extensions = map[string]any{}
+		}
+		e.Extensions["variablePath"] = at
+		e.Path = nil
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -16,6 +18,34 @@ import (
 // which coerces variables first, compares enum values without case and
 // takes a string of digits for an Int: an Explorer query with "DAY" written
 // "Day" once ran, and failed on each of its fields with BAD_USER_INPUT.
+// A request refused for a variable's value names the variable in
+// extensions.variablePath and in its message, and has no path: an error's
+// path is a path of the answer (GraphQL spec, "Errors"), which a refused
+// request has none of. It had ["variable", "n"], and gqlparser's messages
+// ("cannot be null") did not say which variable.
+func TestVariableErrorsHaveNoPath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		query string
+		vars  map[string]any
+		at    []any
+		msg   string
+	}{
+		{`query($n: Int!) { budgets(first: $n) { nodes { id } } }`, map[string]any{"n": nil}, []any{"n"}, "$n: "},
+		{`query($n: Int) { budgets(first: $n) { nodes { id } } }`, map[string]any{"n": 2.5}, []any{"n"}, "$n: 2.5 is not"},
+		{`query($q: ExplorerQueryInput!) { explorer { summary(query: $q) { cards { title } } } }`,
+			map[string]any{"q": map[string]any{"dateRange": map[string]any{"start": "2026-10-01", "end": "2026-10-31"},
+				"groupBy": "g", "costType": 7, "granularity": "DAY"}}, []any{"q", "costType"}, "$q.costType: 7 is not"},
+	} {
+		r := e.query(t, sim.DemoKey, tc.query, tc.vars)
+		if len(r.Errors) != 1 || r.Errors[0].Path != nil || !strings.HasPrefix(r.Errors[0].Message, tc.msg) ||
+			!cmp.Equal(r.Errors[0].Extensions["variablePath"], tc.at) {
+			t.Errorf("%s %v: %s", tc.query, tc.vars, r.raw)
+		}
+	}
+}
+
 func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -48,8 +78,8 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 		r := decode(t, rec)
 		if rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
 			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
-		} else if p := r.Errors[0].Path; len(p) < 2 || p[0] != "variable" {
-			t.Errorf("%s: the error's path %v does not name the variable", name, p)
+		} else if p, _ := r.Errors[0].Extensions["variablePath"].([]any); len(p) < 1 || r.Errors[0].Path != nil {
+			t.Errorf("%s: the error's variablePath %v does not name the variable, or it has a path %v", name, p, r.Errors[0].Path)
 		}
 	}
 	if calls := e.calls.take(); len(calls) != 0 {
@@ -116,8 +146,8 @@ func TestNullWhereNonNullIsRefused(t *testing.T) {
 			r := decode(t, rec)
 			if rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
 				t.Errorf("%s (key %q): %d %s", name, key, rec.Code, rec.Body)
-			} else if p := r.Errors[0].Path; len(p) != 2 || p[0] != "variable" || p[1] != tc.variable {
-				t.Errorf("%s: the error's path %v does not name $%s", name, p, tc.variable)
+			} else if p, _ := r.Errors[0].Extensions["variablePath"].([]any); len(p) != 1 || p[0] != tc.variable || r.Errors[0].Path != nil {
+				t.Errorf("%s: the error's variablePath %v does not name $%s, or it has a path %v", name, p, tc.variable, r.Errors[0].Path)
 			}
 		}
 	}
@@ -168,10 +198,10 @@ func TestInputObjectVariableOfAnotherKind(t *testing.T) {
 	e := newEnv(t)
 	const q = `query($q: ExplorerQueryInput!) { explorer { summary(query: $q) { cards { title } } } }`
 	for v, want := range map[string]string{
-		`[1]`:   `[1] is not a value of type ExplorerQueryInput`,
-		`true`:  `true is not a value of type ExplorerQueryInput`,
-		`5`:     `5 is not a value of type ExplorerQueryInput`,
-		`"abc"`: `"abc" is not a value of type ExplorerQueryInput`,
+		`[1]`:   `$q: [1] is not a value of type ExplorerQueryInput`,
+		`true`:  `$q: true is not a value of type ExplorerQueryInput`,
+		`5`:     `$q: 5 is not a value of type ExplorerQueryInput`,
+		`"abc"`: `$q: "abc" is not a value of type ExplorerQueryInput`,
 	} {
 		body := []byte(`{"query": ` + strconv.Quote(q) + `, "variables": {"q": ` + v + `}}`)
 		rec := httptest.NewRecorder()
