@@ -113,6 +113,23 @@ func noCostLimit() limits.Config {
 // A document of several operations needs operationName, and an
 // operationName the document lacks says so; gqlgen answered both with
 // "operation  not found".
+// A document of nothing but whitespace or comments does not parse: the
+// grammar asks for one definition. It was GRAPHQL_VALIDATION_FAILED; one of
+// fragments only is still a validation error.
+func TestEmptyDocumentDoesNotParse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for q, want := range map[string]codes.Code{
+		"   \n\t ":                           codes.ParseFailed,
+		"# just a comment":                   codes.ParseFailed,
+		"fragment F on Query { __typename }": codes.ValidationFailed,
+	} {
+		if r := e.post(t, bodyOf(map[string]any{"query": q}), "Authorization", "Bearer "+sim.DemoKey); r.code(t) != string(want) {
+			t.Errorf("%q: %s, want %s", q, r.raw, want)
+		}
+	}
+}
+
 func TestOperationNameSaysWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

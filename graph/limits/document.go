@@ -63,6 +63,11 @@ func (e *Extension) document(ctx context.Context, query string) (*ast.QueryDocum
 		}
 		return nil, withCode(ge, codes.ParseFailed)
 	}
+	if len(doc.Operations) == 0 && len(doc.Fragments) == 0 {
+		// The grammar asks for one definition at least (graphql-js:
+		// "Syntax Error: Unexpected <EOF>").
+		return nil, codes.Errorf(codes.ParseFailed, "the document is empty: it has no operation").GraphQL()
+	}
 	if len(doc.Operations) == 0 {
 		return nil, codes.Errorf(codes.ValidationFailed, "no operation provided").GraphQL()
 	}
