@@ -6,14 +6,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/generated"
 )
 
 // Persisted queries, two kinds:
@@ -50,20 +54,25 @@ func ReadManifest(path string) (Manifest, error) {
 			Body string `json:"body"`
 		} `json:"operations"`
 	}
+	var m Manifest
 	if json.Unmarshal(b, &apollo) == nil && apollo.Format == "apollo-persisted-query-manifest" {
-		m := make(Manifest, len(apollo.Operations))
+		m = make(Manifest, len(apollo.Operations))
 		for _, op := range apollo.Operations {
 			m[op.ID] = op.Body
 		}
-		return m, nil
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
+	} else if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s is neither a JSON object of document id to document text nor an Apollo persisted query manifest: %w", path, err)
 	}
-	for id, text := range m {
-		if id == "" || text == "" {
+	// Each document is checked against the schema now: one that does not
+	// validate would fail every request that names it, and the operator
+	// learn of it from the clients.
+	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		if id == "" || m[id] == "" {
 			return nil, fmt.Errorf("%s has an empty document id or text", path)
+		}
+		if _, errs := gqlparser.LoadQuery(schema, m[id]); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: the document %q does not fit the schema: %s", path, id, errs[0].Message)
 		}
 	}
 	return m, nil

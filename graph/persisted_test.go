@@ -157,6 +157,12 @@ func TestReadManifest(t *testing.T) {
 			t.Errorf("%s: %v %v", name, m, err)
 		}
 	}
+	// A document that does not fit the schema is refused at start, naming
+	// it; it was loaded, and failed every request that named it.
+	if _, err := graph.ReadManifest(write("stale.json", `{"a1": "query A { __typename }", "b2": "query B { noSuchField }"}`)); err == nil ||
+		!strings.Contains(err.Error(), `"b2"`) {
+		t.Errorf("a manifest with a document that does not validate: %v", err)
+	}
 	for _, body := range []string{`[]`, `{"a": 1}`, `{"": "q"}`, `not json`} {
 		if _, err := graph.ReadManifest(write("bad.json", body)); err == nil {
 			t.Errorf("%s: no error", body)
