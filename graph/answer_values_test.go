@@ -77,14 +77,9 @@ func TestAnswerValuesAreBounded(t *testing.T) {
 // went uncounted in the first version), introspection, mutations.
 func TestAnswerValuesCountEveryPath(t *testing.T) {
 	t.Parallel()
-	small := limits.Defaults()
-	small.MaxAnswerValues = 40
-	e := newEnv(t, withLimits(small))
-	var ids struct {
-		Budgets struct{ Nodes []struct{ ID string } }
-	}
-	newEnv(t).mustQuery(t, sim.DemoKey, `{ budgets(first: 12) { nodes { id } } }`, nil, &ids)
-	k := len(ids.Budgets.Nodes)
+	e := withAnswerValues(t, 40)
+	ids := budgetIDs(t, newEnv(t), 12)
+	k := len(ids)
 	for name, q := range map[string]string{
 		"objects resolved field by field": `{ budgets(first: 12) { nodes { name metrics { variance } } } }`,
 		"nodes of edges, from the record": `{ budgets(first: 12) { edges { node { id name status } } } }`,
@@ -112,18 +107,16 @@ func TestAnswerValuesCountEveryPath(t *testing.T) {
 	// A mutation's answer is bounded too (a budget's plannings' budget's
 	// plannings… once answered 17 MB to 636 bytes), but its writes are made
 	// by then: what was resolved is kept, and the error says so.
-	few := limits.Defaults()
-	few.MaxAnswerValues = 3
-	m := newEnv(t, withLimits(few))
+	m := withAnswerValues(t, 3)
 	r := m.query(t, sim.DemoKey, `mutation($in: UpdateBudgetInput!) {
 		updateBudget(input: $in) { budget { id name status } userErrors { message } } }`,
-		map[string]any{"in": map[string]any{"id": ids.Budgets.Nodes[0].ID, "name": "Renamed"}})
+		map[string]any{"in": map[string]any{"id": ids[0], "name": "Renamed"}})
 	if r.Data == nil || len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" ||
 		!strings.Contains(r.Errors[0].Message, "writes were made") {
 		t.Errorf("the mutation's answer past the bound: %.400s", r.raw)
 	}
 	var read struct{ Budget struct{ Name string } }
-	m.mustQuery(t, sim.DemoKey, `query($id: ID!) { budget(id: $id) { name } }`, map[string]any{"id": ids.Budgets.Nodes[0].ID}, &read)
+	m.mustQuery(t, sim.DemoKey, `query($id: ID!) { budget(id: $id) { name } }`, map[string]any{"id": ids[0]}, &read)
 	if read.Budget.Name != "Renamed" {
 		t.Errorf("the write of a mutation whose answer went past the bound: name %q", read.Budget.Name)
 	}
@@ -175,19 +168,14 @@ func TestAnswerValuesWithDefer(t *testing.T) {
 // 2 KB request within the bound.
 func TestAnswerValuesCountJSONBySize(t *testing.T) {
 	t.Parallel()
-	l := limits.Defaults()
-	l.MaxAnswerValues = 500
-	e := newEnv(t, withLimits(l))
-	var ids struct {
-		Budgets struct{ Nodes []struct{ ID string } }
-	}
-	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 1) { nodes { id } } }`, nil, &ids)
+	e := withAnswerValues(t, 500)
+	ids := budgetIDs(t, e, 1)
 	big := strings.Repeat("x", 40_000)
 	var upd struct {
 		UpdateBudget struct{ UserErrors []any }
 	}
 	e.mustQuery(t, sim.DemoKey, `mutation($in: UpdateBudgetInput!) { updateBudget(input: $in) { userErrors { message } } }`,
-		map[string]any{"in": map[string]any{"id": ids.Budgets.Nodes[0].ID, "growthRate": big}}, &upd)
+		map[string]any{"in": map[string]any{"id": ids[0], "growthRate": big}}, &upd)
 	if len(upd.UpdateBudget.UserErrors) > 0 {
 		t.Fatalf("storing the value: %+v", upd)
 	}
@@ -195,10 +183,30 @@ func TestAnswerValuesCountJSONBySize(t *testing.T) {
 		`{ budgets(first: 30) { nodes { growthRate } } }`,
 		`query($id: ID!) { budget(id: $id) { growthRate } }`,
 	} {
-		r := e.query(t, sim.DemoKey, q, map[string]any{"id": ids.Budgets.Nodes[0].ID})
+		r := e.query(t, sim.DemoKey, q, map[string]any{"id": ids[0]})
 		if len(r.Errors) != 1 || r.Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" {
 			t.Errorf("%s: a JSON value of 40 000 bytes within 500 values: %.300s", q, r.raw)
 		}
 	}
 	e.mustQuery(t, sim.DemoKey, `{ budgets(first: 30) { nodes { name } } }`, nil, nil)
+}
+
+// withAnswerValues is a gateway whose -max-answer-values is max.
+func withAnswerValues(t *testing.T, max int) *env {
+	l := limits.Defaults()
+	l.MaxAnswerValues = max
+	return newEnv(t, withLimits(l))
+}
+
+// budgetIDs returns the global ids of e's first n budgets of demo-key.
+func budgetIDs(t *testing.T, e *env, n int) []string {
+	var page struct {
+		Budgets struct{ Nodes []struct{ ID string } }
+	}
+	e.mustQuery(t, sim.DemoKey, `query($n: Int) { budgets(first: $n) { nodes { id } } }`, map[string]any{"n": n}, &page)
+	ids := make([]string, len(page.Budgets.Nodes))
+	for i, b := range page.Budgets.Nodes {
+		ids[i] = b.ID
+	}
+	return ids
 }
