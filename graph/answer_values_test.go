@@ -106,13 +106,22 @@ func TestAnswerValuesCountEveryPath(t *testing.T) {
 
 	// A mutation's answer is bounded too (a budget's plannings' budget's
 	// plannings… once answered 17 MB to 636 bytes), but its writes are made
-	// by then: what was resolved is kept, and the error says so.
+	// by then: its outcome is kept whole (the payload, its userErrors and
+	// idempotencyKey), what it holds beyond that is cut, and the error says
+	// the writes were made. The first version nulled the whole payload.
 	m := withAnswerValues(t, 3)
 	r := m.query(t, sim.DemoKey, `mutation($in: UpdateBudgetInput!) {
-		updateBudget(input: $in) { budget { id name status } userErrors { message } } }`,
+		updateBudget(input: $in) { budget { id name status plannings { id } } userErrors { message } idempotencyKey } }`,
 		map[string]any{"in": map[string]any{"id": ids[0], "name": "Renamed"}})
-	if r.Data == nil || len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" ||
-		!strings.Contains(r.Errors[0].Message, "writes were made") {
+	var out struct {
+		UpdateBudget *struct {
+			UserErrors     []any
+			IdempotencyKey string
+		}
+	}
+	if err := json.Unmarshal(r.Data, &out); err != nil || out.UpdateBudget == nil || out.UpdateBudget.UserErrors == nil ||
+		out.UpdateBudget.IdempotencyKey == "" || len(r.Errors) == 0 ||
+		r.Errors[0].Extensions["code"] != "MAX_ANSWER_VALUES_LIMIT" || !strings.Contains(r.Errors[0].Message, "writes were made") {
 		t.Errorf("the mutation's answer past the bound: %.400s", r.raw)
 	}
 	var read struct{ Budget struct{ Name string } }

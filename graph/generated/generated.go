@@ -1893,7 +1893,7 @@ type executionContext struct {
 // fields of each object and the items of each list, against the operation's
 // -max-answer-values (answerlimit; 0: none). Past it, what is left resolves
 // to null at once, and Exec answers the limit's error alone; a mutation's
-// answer keeps what was resolved, since its writes are done by then.
+// outcome is not cut (main.go, kept), since its writes are done by then.
 type answerValues struct {
 	max   int64
 	count atomic.Int64
@@ -1904,7 +1904,7 @@ type answerValues struct {
 // is still within its bound.
 func (ec *executionContext) spend(n int) bool {
 	v := &ec.values
-	if v.max <= 0 {
+	if v.max <= 0 || n == 0 { // nothing, such as an empty list, is within any bound
 		return true
 	}
 	if v.over.Load() {
@@ -10081,9 +10081,6 @@ var createBudgetPayloadTypename = graphql.MarshalString("CreateBudgetPayload")
 func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
 	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
-		return graphql.Null
-	}
 	out.obj, out.leaf = obj, leafCreateBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10144,9 +10141,6 @@ func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
-		return graphql.Null, true
-	}
 	return newLeafListOut(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
 }
 
@@ -10180,9 +10174,6 @@ var deleteBudgetPayloadTypename = graphql.MarshalString("DeleteBudgetPayload")
 func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
 	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
-		return graphql.Null
-	}
 	out.obj, out.leaf = obj, leafDeleteBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -10237,9 +10228,6 @@ func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel
 	fields, ok := ec.laterFieldsDeleteBudgetPayload(sel)
 	if !ok {
 		return nil, false
-	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
-		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
 }
@@ -11670,9 +11658,6 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	})
 
 	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
-		return graphql.Null
-	}
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
 	for i, field := range fields {
@@ -13860,9 +13845,6 @@ var updateBudgetPayloadTypename = graphql.MarshalString("UpdateBudgetPayload")
 func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateBudgetPayload) graphql.Marshaler {
 	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
 	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
-		return graphql.Null
-	}
 	out.obj, out.leaf = obj, leafUpdateBudgetPayload
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -13922,9 +13904,6 @@ func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel
 	fields, ok := ec.laterFieldsUpdateBudgetPayload(sel)
 	if !ok {
 		return nil, false
-	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
-		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
 }
@@ -14111,9 +14090,6 @@ var userErrorTypename = graphql.MarshalString("UserError")
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
 	fields := ec.collectFields(sel, userErrorImplementors)
 	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
-		return graphql.Null
-	}
 	out.obj, out.leaf = obj, leafUserError
 	var deferredFieldSet *graphql.FieldSet
 	var deferLabelToView map[string]*graphql.FieldSetView
@@ -14171,9 +14147,6 @@ func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.Selec
 	fields, ok := ec.laterFieldsUserError(sel)
 	if !ok {
 		return nil, false
-	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
-		return graphql.Null, true
 	}
 	return newLeafListOut(fields, v, "UserError", leafUserError), true
 }
@@ -16375,9 +16348,6 @@ func (ec *executionContext) marshalNUserError2githubᚗcomᚋcostgwᚋgatewayᚋ
 }
 
 func (ec *executionContext) marshalNUserError2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorᚄ(ctx context.Context, sel ast.SelectionSet, v []model.UserError) graphql.Marshaler {
-	if !ec.spend(len(v)) {
-		return graphql.Null
-	}
 	if ret, ok := ec.leafListUserError(ctx, sel, v); ok {
 		return ret
 	}

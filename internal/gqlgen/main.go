@@ -191,6 +191,27 @@ func run() error {
 	if err := checkInline(data, quick); err != nil {
 		return err
 	}
+	// kept are the types of a mutation's outcome, which -max-answer-values
+	// does not cut (its writes are made by the time its answer is): the
+	// mutation root, the payloads its fields return, and the objects those
+	// payloads list (userErrors). What a payload holds beyond them (its
+	// budget, and all below) is counted and cut as any answer's.
+	kept := map[string]bool{}
+	if m := cfg.Schema.Mutation; m != nil {
+		kept[m.Name] = true
+		for _, f := range m.Fields {
+			p := cfg.Schema.Types[f.Type.Name()]
+			if p == nil || p.Kind != ast.Object {
+				continue
+			}
+			kept[p.Name] = true
+			for _, pf := range p.Fields {
+				if pf.Type.Elem != nil && cfg.Schema.Types[pf.Type.Name()].Kind == ast.Object {
+					kept[pf.Type.Name()] = true
+				}
+			}
+		}
+	}
 	heldLeafObjects := map[string]bool{}
 	for _, o := range data.Objects {
 		for _, f := range o.Fields {
@@ -230,7 +251,8 @@ func run() error {
 				o := objects[name]
 				return o != nil && laterChecks(o)
 			},
-			"quickList": quick,
+			"quickList":  quick,
+			"answerKept": func(name string) bool { return kept[name] },
 		},
 	})
 	if err != nil {

@@ -45,11 +45,11 @@ func Error(max int64) *gqlerror.Error {
 }
 
 // MutationError is the error of a mutation's answer that went past max
-// values: its writes were made, and what was resolved of its answer is
-// kept beside the error.
+// values: its writes were made, and its outcome (payloads, userErrors,
+// idempotencyKey) is kept beside the error, with what it holds beyond null.
 func MutationError(max int64) *gqlerror.Error {
 	return codes.Errorf(codes.MaxAnswerValues,
 		"the mutation's writes were made, but its answer would hold more than %d values (fields and list items; "+
-			"-max-answer-values): what is past them is null; read them back with a query that selects less", max).
+			"-max-answer-values): what their payloads hold past that is null; read it back with a query that selects less", max).
 		With("maxValues", max).GraphQL()
 }
