@@ -104,10 +104,12 @@ func TestSlowReaderHoldsItsPlaceUntilItsDeadline(t *testing.T) {
 	// Long enough for the answer to be ready well before the deadline
 	// under the race detector on a busy machine (0.3 s unloaded).
 	const timeout = 5 * time.Second
-	gw := startGateway(t, nil, "-requests-in-flight", "1", "-request-timeout", timeout.String(), "-admin-listen", "127.0.0.1:0")
 	// An answer of 4.8 MB, more than the kernel buffers of both ends take
 	// (2.8 MB on loopback), and cheap to make: a budget whose four JSON
-	// values are 60 KB strings, read 20 times.
+	// values are 60 KB strings, read 20 times. That is past the default
+	// -max-answer-values, which is not what this test is about.
+	gw := startGateway(t, nil, "-requests-in-flight", "1", "-request-timeout", timeout.String(), "-admin-listen", "127.0.0.1:0",
+		"-max-answer-values", "0")
 	var report struct {
 		Budgets struct {
 			Nodes []struct{ ExplorerReportID string }
