@@ -11,11 +11,6 @@ import (
 	"unicode/utf8"
 )
 
-// referenceEnvelope is how the transport read a body before decodeEnvelope:
-// encoding/json, into a struct of the members. decodeEnvelope must read
-// every body alike, but for the three documented differences: member names
-// match exactly, nesting is bounded by maxBodyNesting, and a list by
-// maxBodyList.
 // repeatsMember reports whether body, one JSON object, has one of the six
 // members of a GraphQL request twice, which decodeEnvelope refuses and
 // encoding/json reads as the last.
@@ -45,6 +40,11 @@ func repeatsMember(body []byte) bool {
 	return false
 }
 
+// referenceEnvelope is how the transport read a body before decodeEnvelope:
+// encoding/json, into a struct of the members. decodeEnvelope must read
+// every body alike, but for the documented differences: member names match
+// exactly, nesting is bounded by maxBodyNesting and a list by maxBodyList,
+// and none of the six members of a request comes twice (repeatsMember).
 func referenceEnvelope(body []byte) (q, op, docID *string, vars, ext json.RawMessage, ok bool) {
 	var b struct {
 		Query         *string         `json:"query"`

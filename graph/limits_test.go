@@ -110,9 +110,6 @@ func noCostLimit() limits.Config {
 	return l
 }
 
-// A document of several operations needs operationName, and an
-// operationName the document lacks says so; gqlgen answered both with
-// "operation  not found".
 // A document of nothing but whitespace or comments does not parse: the
 // grammar asks for one definition. It was GRAPHQL_VALIDATION_FAILED; one of
 // fragments only is still a validation error.
@@ -130,6 +127,9 @@ func TestEmptyDocumentDoesNotParse(t *testing.T) {
 	}
 }
 
+// A document of several operations needs operationName, and an
+// operationName the document lacks says so; gqlgen answered both with
+// "operation  not found".
 func TestOperationNameSaysWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -12,12 +12,6 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// A variable that does not coerce to its type is a request error, as the
-// GraphQL spec asks: 400 GRAPHQL_VALIDATION_FAILED under
-// application/graphql-response+json, before any upstream call. gqlparser,
-// which coerces variables first, compares enum values without case and
-// takes a string of digits for an Int: an Explorer query with "DAY" written
-// "Day" once ran, and failed on each of its fields with BAD_USER_INPUT.
 // A request refused for a variable's value names the variable in
 // extensions.variablePath and in its message, and has no path: an error's
 // path is a path of the answer (GraphQL spec, "Errors"), which a refused
@@ -46,6 +40,12 @@ func TestVariableErrorsHaveNoPath(t *testing.T) {
 	}
 }
 
+// A variable that does not coerce to its type is a request error, as the
+// GraphQL spec asks: 400 GRAPHQL_VALIDATION_FAILED under
+// application/graphql-response+json, before any upstream call. gqlparser,
+// which coerces variables first, compares enum values without case and
+// takes a string of digits for an Int: an Explorer query with "DAY" written
+// "Day" once ran, and failed on each of its fields with BAD_USER_INPUT.
 func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
