@@ -111,6 +111,14 @@ func (env *envelope) member(s *jsonScanner, name []byte) *envelopeError {
 	case "extensions":
 		obj, bit = &env.extensions, 32
 	}
+	if bit == 0 && len(name) <= len("operationName") {
+		for _, m := range []string{"query", "operationName", "documentId", "doc_id", "variables", "extensions"} {
+			if strings.EqualFold(string(name), m) {
+				// encoding/json, and readers built on it, take it for m.
+				return &envelopeError{msg: "the body has a member named " + string(name) + ": name it " + m + " (names are case-sensitive)"}
+			}
+		}
+	}
 	if env.seen&bit != 0 {
 		// Which one wins is the reader's choice: a proxy that read the
 		// first could pass what the gateway, reading the last, runs.

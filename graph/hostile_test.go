@@ -227,6 +227,14 @@ func TestMalformedRequestsAreTyped(t *testing.T) {
 		{"variables of the wrong type", "POST", "application/json", `{"query": "{ __typename }", "variables": "` + marker + `"}`, nil, 400, codes.BadRequest, ""},
 		{"no query", "POST", "application/json", `{"variables": {}}`, nil, 400, codes.BadRequest, ""},
 		{"unsupported media type", "POST", "text/plain", `{"query": "{ __typename }"}`, nil, 415, codes.UnsupportedMediaType, ""},
+		// JSON is UTF-8, and the gateway decodes no content coding: these
+		// were read as UTF-8 and as JSON as they were, Latin-1's é made U+FFFD.
+		{"another charset", "POST", "application/json; charset=iso-8859-1", `{"query": "{ __typename }"}`, nil, 415, codes.UnsupportedMediaType, ""},
+		{"a content coding", "POST", "application/json", `{"query": "{ __typename }"}`, []string{"Content-Encoding", "gzip"}, 415, codes.UnsupportedMediaType, ""},
+		{"a content coding on a second line", "POST", "application/json", `{"query": "{ __typename }"}`,
+			[]string{"Content-Encoding", "identity", "Content-Encoding", "gzip"}, 415, codes.UnsupportedMediaType, ""},
+		{"charset utf-8", "POST", "application/json; charset=UTF-8", `{"query": "{ __typename }"}`, nil, 200, "", ""},
+		{"identity coding", "POST", "application/json", `{"query": "{ __typename }"}`, []string{"Content-Encoding", "identity"}, 200, "", ""},
 		{"large body within the limit", "POST", "application/json", `{"query": "{ __typename }", "pad": "` + marker + strings.Repeat("x", 500_000) + `"}`, nil, 200, "", ""},
 		{"body of 1.9 MB", "POST", "application/json", `{"query": "{ __typename }", "pad": "` + marker + strings.Repeat("x", 1_900_000) + `"}`, nil, 413, codes.RequestTooLarge, ""},
 		{"body over the limit", "POST", "application/json", `{"query": "` + marker + strings.Repeat("x", 2_000_001) + `"}`, nil, 413, codes.RequestTooLarge, ""},
@@ -282,6 +290,9 @@ func TestRepeatedParametersAreRefused(t *testing.T) {
 		`{"query": "query A { __typename } query B { __typename }", "operationName": "A", "operationName": "B"}`,
 		`{"query": "{ __typename }", "variables": {}, "variables": {"a": 1}}`,
 		`{"query": "{ __typename }", "extensions": null, "extensions": {}}`,
+		// A reader built on encoding/json takes Query for query, and the
+		// gateway ignored it: the same two readings.
+		`{"query": "{ __typename }", "Query": "mutation { __typename }"}`,
 	} {
 		if r := e.post(t, body, "Authorization", "Bearer "+sim.DemoKey); r.status != 400 || r.code(t) != string(codes.BadRequest) {
 			t.Errorf("%s: %d %s", body, r.status, r.raw)

@@ -65,14 +65,19 @@ func ReadManifest(path string) (Manifest, error) {
 	}
 	// Each document is checked against the schema now: one that does not
 	// validate would fail every request that names it, and the operator
-	// learn of it from the clients.
+	// learn of it from the clients. The limits are a request's, and are
+	// checked per request.
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		if id == "" || m[id] == "" {
 			return nil, fmt.Errorf("%s has an empty document id or text", path)
 		}
-		if _, errs := gqlparser.LoadQuery(schema, m[id]); len(errs) > 0 {
+		doc, errs := gqlparser.LoadQuery(schema, m[id])
+		if len(errs) > 0 {
 			return nil, fmt.Errorf("%s: the document %q does not fit the schema: %s", path, id, errs[0].Message)
+		}
+		if len(doc.Operations) == 0 {
+			return nil, fmt.Errorf("%s: the document %q has no operation", path, id)
 		}
 	}
 	return m, nil

@@ -159,9 +159,13 @@ func TestReadManifest(t *testing.T) {
 	}
 	// A document that does not fit the schema is refused at start, naming
 	// it; it was loaded, and failed every request that named it.
-	if _, err := graph.ReadManifest(write("stale.json", `{"a1": "query A { __typename }", "b2": "query B { noSuchField }"}`)); err == nil ||
-		!strings.Contains(err.Error(), `"b2"`) {
-		t.Errorf("a manifest with a document that does not validate: %v", err)
+	for name, body := range map[string]string{
+		"a field the schema lacks": `{"a1": "query A { __typename }", "b2": "query B { noSuchField }"}`,
+		"no operation":             `{"a1": "query A { __typename }", "b2": "  # nothing"}`,
+	} {
+		if _, err := graph.ReadManifest(write("stale.json", body)); err == nil || !strings.Contains(err.Error(), `"b2"`) {
+			t.Errorf("a manifest with a document of %s: %v", name, err)
+		}
 	}
 	for _, body := range []string{`[]`, `{"a": 1}`, `{"": "q"}`, `not json`} {
 		if _, err := graph.ReadManifest(write("bad.json", body)); err == nil {

@@ -215,12 +215,12 @@ func checkHTTP(r *http.Request, limit int64, hasKey bool) *requestError {
 		if err != nil || mt != "application/json" {
 			return refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the request as Content-Type: application/json")
 		}
-		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
 			// JSON is UTF-8 (RFC 8259): another charset's bytes would be
 			// read as UTF-8, and each byte that is not become U+FFFD.
 			return refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the body in UTF-8 (charset=utf-8, or none)")
 		}
-		if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		if ce := strings.Join(r.Header.Values("Content-Encoding"), ","); ce != "" && !onlyIdentity(ce) {
 			// A body the gateway does not decode would be read as JSON as
 			// it is (RFC 9110: 415, saying what is accepted).
 			return refuse(http.StatusUnsupportedMediaType, codes.UnsupportedMediaType, "send the body without a Content-Encoding")
@@ -577,4 +577,15 @@ func variablePaths(list gqlerror.List) {
 		e.Extensions["variablePath"] = at
 		e.Path = nil
 	}
+}
+
+// onlyIdentity reports whether ce, the Content-Encoding lines joined by
+// commas, names no coding but identity.
+func onlyIdentity(ce string) bool {
+	for c := range strings.SplitSeq(ce, ",") {
+		if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+			return false
+		}
+	}
+	return true
 }

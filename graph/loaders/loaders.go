@@ -112,7 +112,17 @@ func Shape[T any](l *Loaders, v any, kind string, shape func() (T, error)) (T, e
 		l.shaped.m[k] = s
 	}
 	l.shaped.Unlock()
-	s.once.Do(func() { s.v, s.err = shape() })
+	s.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				// The field that made it fails as gqlgen's recover has it;
+				// the others that share it fail too, rather than read nothing.
+				s.err = fmt.Errorf("shaping %s panicked: %v", kind, r)
+				panic(r)
+			}
+		}()
+		s.v, s.err = shape()
+	})
 	out, _ := s.v.(T)
 	return out, s.err
 }
