@@ -92,6 +92,10 @@ func decodeEnvelope(body []byte) (envelope, *envelopeError) {
 	return env, nil
 }
 
+// requestMembers are the parameters of a GraphQL request, as a POST body's
+// members and a GET's query parameters; a request names each once at most.
+var requestMembers = []string{"query", "operationName", "variables", "extensions", "documentId", "doc_id"}
+
 // member reads the value of the member name.
 func (env *envelope) member(s *jsonScanner, name []byte) *envelopeError {
 	var str *optString
@@ -112,7 +116,7 @@ func (env *envelope) member(s *jsonScanner, name []byte) *envelopeError {
 		obj, bit = &env.extensions, 32
 	}
 	if bit == 0 && len(name) <= len("operationName") {
-		for _, m := range []string{"query", "operationName", "documentId", "doc_id", "variables", "extensions"} {
+		for _, m := range requestMembers {
 			if strings.EqualFold(string(name), m) {
 				// encoding/json, and readers built on it, take it for m.
 				return &envelopeError{msg: "the body has a member named " + string(name) + ": name it " + m + " (names are case-sensitive)"}

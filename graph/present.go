@@ -76,17 +76,22 @@ func argumentPath(ctx context.Context, e *gqlerror.Error) {
 			return
 		}
 	}
-	arg := make([]any, 0, len(e.Path)-len(at))
-	for _, p := range e.Path[len(at):] {
-		switch p := p.(type) {
+	e.Extensions["argumentPath"] = pathValues(e.Path[len(at):])
+	e.Path = at
+}
+
+// pathValues is p as JSON has it: names as strings, indices as numbers.
+func pathValues(p ast.Path) []any {
+	out := make([]any, len(p))
+	for i, el := range p {
+		switch el := el.(type) {
 		case ast.PathName:
-			arg = append(arg, string(p))
+			out[i] = string(el)
 		case ast.PathIndex:
-			arg = append(arg, int(p))
+			out[i] = int(el)
 		}
 	}
-	e.Path = at
-	e.Extensions["argumentPath"] = arg
+	return out
 }
 
 // recover is the gqlgen recover function: a panic in a resolver or in the

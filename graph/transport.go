@@ -383,7 +383,7 @@ func paramsFromURL(r *http.Request) (*graphql.RawParams, string, *requestError) 
 	if err != nil {
 		return bad("the query string is malformed")
 	}
-	for _, name := range []string{"query", "operationName", "variables", "extensions", "documentId", "doc_id"} {
+	for _, name := range requestMembers {
 		if len(q[name]) > 1 {
 			// Which one wins is the reader's choice: a proxy that read
 			// one could pass what the gateway, reading another, runs.
@@ -554,7 +554,6 @@ func variablePaths(list gqlerror.List) {
 		}
 		var b strings.Builder
 		b.WriteByte('$')
-		at := make([]any, 0, len(e.Path)-1)
 		for i, p := range e.Path[1:] {
 			switch p := p.(type) {
 			case ast.PathName:
@@ -562,10 +561,8 @@ func variablePaths(list gqlerror.List) {
 					b.WriteByte('.')
 				}
 				b.WriteString(string(p))
-				at = append(at, string(p))
 			case ast.PathIndex:
 				b.WriteString("[" + strconv.Itoa(int(p)) + "]")
-				at = append(at, int(p))
 			}
 		}
 		if name := b.String(); !strings.HasPrefix(e.Message, name) {
@@ -574,7 +571,7 @@ func variablePaths(list gqlerror.List) {
 		if e.Extensions == nil {
 			e.Extensions = map[string]any{}
 		}
-		e.Extensions["variablePath"] = at
+		e.Extensions["variablePath"] = pathValues(e.Path[1:])
 		e.Path = nil
 	}
 }

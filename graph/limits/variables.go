@@ -78,12 +78,18 @@ func nullWhereNonNull(op *ast.OperationDefinition, vars map[string]any) *gqlerro
 		}
 		return nil
 	}
+	inArgs := func(list ast.ArgumentList) *ast.Value {
+		for _, a := range list {
+			if u := inValue(a.Value); u != nil {
+				return u
+			}
+		}
+		return nil
+	}
 	inDirectives := func(list ast.DirectiveList) *ast.Value {
 		for _, d := range list {
-			for _, a := range d.Arguments {
-				if u := inValue(a.Value); u != nil {
-					return u
-				}
+			if u := inArgs(d.Arguments); u != nil {
+				return u
 			}
 		}
 		return nil
@@ -95,12 +101,7 @@ func nullWhereNonNull(op *ast.OperationDefinition, vars map[string]any) *gqlerro
 			var u *ast.Value
 			switch s := sel.(type) {
 			case *ast.Field:
-				for _, a := range s.Arguments {
-					if u = inValue(a.Value); u != nil {
-						break
-					}
-				}
-				if u == nil {
+				if u = inArgs(s.Arguments); u == nil {
 					if u = inDirectives(s.Directives); u == nil {
 						u = inSet(s.SelectionSet)
 					}
