@@ -50,3 +50,28 @@ func TestOverheadFlags(t *testing.T) {
 		t.Error("-overhead-queries Nope: no error")
 	}
 }
+
+// The critical-path runs at the latencies after the first give their
+// one-client median from four times the answers of a throughput run, in
+// more rounds; a smoke run gives them a moment like the others.
+func TestPathFlags(t *testing.T) {
+	c, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.pathDur < 4*c.duration || c.pathRounds <= c.rounds {
+		t.Errorf("defaults: critical path %v in %d rounds, throughput %v in %d", c.pathDur, c.pathRounds, c.duration, c.rounds)
+	}
+	s, err := parseFlags([]string{"-smoke"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.pathDur != s.duration || s.pathRounds != s.rounds {
+		t.Errorf("smoke: critical path %v in %d rounds, throughput %v in %d", s.pathDur, s.pathRounds, s.duration, s.rounds)
+	}
+	for _, bad := range [][]string{{"-path-rounds", "0"}, {"-path-duration", "0s"}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

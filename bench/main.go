@@ -51,6 +51,8 @@ type config struct {
 	smoke       bool
 	warmup      time.Duration
 	duration    time.Duration
+	pathDur     time.Duration // of each critical-path run at a latency after the first
+	pathRounds  int
 	concurrency []int
 	latencies   []time.Duration
 	queries     []string
@@ -135,6 +137,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "least warm-up of each round, not counted")
 	fs.DurationVar(&c.duration, "duration", 4*time.Second, "measured length of each configuration, over all its rounds")
 	fs.IntVar(&c.rounds, "rounds", 2, "rounds of each configuration, the contenders in turn")
+	fs.DurationVar(&c.pathDur, "path-duration", 16*time.Second, "measured length of each critical-path run at a latency after the first (one client), over all its rounds")
+	fs.IntVar(&c.pathRounds, "path-rounds", 4, "rounds of each critical-path run at a latency after the first")
 	conc := fs.String("concurrency", "1,50,200", "concurrent clients of the throughput runs (smoke mode: "+smokeConcurrency+" unless given)")
 	lats := fs.String("latencies", "0s,20ms", "upstream latencies; the first gets the throughput runs, each gets the critical-path runs")
 	qs := fs.String("queries", "", "comma-separated query names to run (default all)")
@@ -227,6 +231,7 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.smoke {
 		c.warmup, c.duration, c.benchtime, c.rounds = 200*time.Millisecond, 800*time.Millisecond, "1x", 1
+		c.pathDur, c.pathRounds = c.duration, c.rounds
 		// Every telemetry configuration on each query for a moment.
 		c.overheadDuration, c.overheadRounds = 300*time.Millisecond, 1
 		if !set["overhead-clients"] {
@@ -280,6 +285,9 @@ func parseFlags(args []string) (config, error) {
 	if c.duration <= 0 || c.warmup < 0 || c.duration > 10*time.Minute || c.rounds < 1 || c.rounds > 10 {
 		return c, errors.New("-duration must be positive and at most 10m, -warmup not negative, -rounds from 1 to 10")
 	}
+	if c.pathDur <= 0 || c.pathDur > 10*time.Minute || c.pathRounds < 1 || c.pathRounds > 10 {
+		return c, errors.New("-path-duration must be positive and at most 10m, -path-rounds from 1 to 10")
+	}
 	if c.overheadClients < 1 || c.overheadClients > 1000 || c.overheadDuration <= 0 || c.overheadDuration > 30*time.Minute ||
 		c.overheadRounds < 1 || c.overheadRounds > 100 || c.overheadScrape <= 0 {
 		return c, errors.New("-overhead-clients must be from 1 to 1000, -overhead-duration positive and at most 30m, " +
@@ -307,24 +315,29 @@ func (c config) selected() []*query {
 
 // report is everything a run measured.
 type report struct {
-	Started     time.Time           `json:"started"`
-	Finished    time.Time           `json:"finished"`
-	Command     string              `json:"command"`
-	Smoke       bool                `json:"smoke"`
-	Machine     machine             `json:"machine"`
-	Warmup      time.Duration       `json:"warmup"`
-	Rounds      int                 `json:"rounds"`
-	Duration    time.Duration       `json:"duration"`
-	Concurrency []int               `json:"concurrency"`
-	Latencies   []time.Duration     `json:"latencies"`
-	MeshFork    int                 `json:"mesh_fork"`
-	Contenders  []string            `json:"contenders"`
-	Baseline    string              `json:"baseline,omitempty"`
-	Queries     []string            `json:"queries"`
-	Calls       []callCount         `json:"calls"`
-	Records     map[string][]record `json:"records"`
-	Results     []result            `json:"results"`
-	Allocs      []allocResult       `json:"allocs"`
+	Started  time.Time     `json:"started"`
+	Finished time.Time     `json:"finished"`
+	Command  string        `json:"command"`
+	Smoke    bool          `json:"smoke"`
+	Machine  machine       `json:"machine"`
+	Warmup   time.Duration `json:"warmup"`
+	Rounds   int           `json:"rounds"`
+	Duration time.Duration `json:"duration"`
+	// PathRounds and PathDuration are those of the critical-path runs at the
+	// latencies after the first (0: as Rounds and Duration, in runs from
+	// before they were set apart).
+	PathRounds   int                 `json:"path_rounds,omitempty"`
+	PathDuration time.Duration       `json:"path_duration,omitempty"`
+	Concurrency  []int               `json:"concurrency"`
+	Latencies    []time.Duration     `json:"latencies"`
+	MeshFork     int                 `json:"mesh_fork"`
+	Contenders   []string            `json:"contenders"`
+	Baseline     string              `json:"baseline,omitempty"`
+	Queries      []string            `json:"queries"`
+	Calls        []callCount         `json:"calls"`
+	Records      map[string][]record `json:"records"`
+	Results      []result            `json:"results"`
+	Allocs       []allocResult       `json:"allocs"`
 	// Goals are issue 13's goal lines as the report shows them.
 	Goals []goalRow `json:"goals"`
 	// Hostile is the hostile-traffic benchmark, when it ran.
@@ -380,7 +393,7 @@ func run(ctx context.Context, cfg config) error {
 	defer os.RemoveAll(dir)
 	rep := &report{
 		Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, Warmup: cfg.warmup, Rounds: cfg.rounds,
-		Duration: cfg.duration, Concurrency: cfg.concurrency, Latencies: cfg.latencies, MeshFork: cfg.meshFork,
+		Duration: cfg.duration, PathRounds: cfg.pathRounds, PathDuration: cfg.pathDur, Concurrency: cfg.concurrency, Latencies: cfg.latencies, MeshFork: cfg.meshFork,
 		Records: map[string][]record{}, Baseline: cfg.baseline,
 	}
 	for _, q := range cfg.selected() {
@@ -650,9 +663,14 @@ func runPhase(ctx context.Context, cfg config, e *env, rep *report, first bool) 
 		}
 	}
 
-	concs := cfg.concurrency
+	// At the latencies after the first only the critical path is measured:
+	// one client, whose median latency is the figure. An overview at 20 ms a
+	// call answers 17 times a second, so the throughput runs' 4 s would give
+	// it some 70 answers, and their median moves by about a millisecond
+	// from run to run: these runs are longer, in more rounds.
+	concs, rounds, dur := cfg.concurrency, cfg.rounds, cfg.duration
 	if !first {
-		concs = []int{1}
+		concs, rounds, dur = []int{1}, cfg.pathRounds, cfg.pathDur
 	}
 	maxConc := slices.Max(cfg.concurrency)
 	for _, q := range qs {
@@ -663,8 +681,8 @@ func runPhase(ctx context.Context, cfg config, e *env, rep *report, first bool) 
 					cs = append(cs, c)
 				}
 			}
-			merged, _ := inTurns(ctx, cs, cfg.rounds, reverseEveryOther, loadSpec{q: q, concurrency: n, warmup: cfg.warmup,
-				duration: cfg.duration, latency: e.latency, measureRSS: n == maxConc, simPid: e.sim.pid()}, e.truncateLog)
+			merged, _ := inTurns(ctx, cs, rounds, reverseEveryOther, loadSpec{q: q, concurrency: n, warmup: cfg.warmup,
+				duration: dur, latency: e.latency, measureRSS: n == maxConc, simPid: e.sim.pid()}, e.truncateLog)
 			if ctx.Err() != nil {
 				return failures
 			}
