@@ -308,3 +308,42 @@ func TestListsOfNodesTakeOneTierPerLevel(t *testing.T) {
 		})
 	}
 }
+
+// A budget whose reads no resolver started ahead (here the one a mutation
+// made) resolves its loading fields side by side, so that their calls
+// overlap: the executor runs them one after another only when every read
+// they wait for is under way already (resolvers.ReadsStarted).
+func TestFieldsOfABudgetNotPrefetchedOverlap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on injected latency")
+	}
+	e := newTestEnv(t)
+	ctx := upstream.WithAPIKey(context.Background(), sim.DemoKey)
+	pg, err := e.client.Budgets.List(ctx, &upstream.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sim.SetLatency(sim.Latency{Fixed: 60 * time.Millisecond})
+	body, _ := json.Marshal(map[string]any{
+		"query": `mutation($in: CreateBudgetInput!) { createBudget(input: $in) { budget { metrics { variance } actuals { total } } userErrors { message } } }`,
+		"variables": map[string]any{"in": map[string]any{"name": "Side by side", "startDate": "2026-01-01", "numberOfPeriods": 12,
+			"explorerReportId": pg.Data[0].ExplorerReportID}},
+	})
+	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+	e.rt.take()
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, req)
+	var a gqlAnswer
+	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil || len(a.Errors) > 0 || bytes.Contains(rec.Body.Bytes(), []byte(`"message"`)) {
+		t.Fatalf("answer: %s", rec.Body)
+	}
+	spans := e.rt.take()
+	if len(spans) != 3 {
+		t.Errorf("%d upstream calls, want 3 (create, getBudget, getBudgetActuals)", len(spans))
+	}
+	if got := tiers(spans); got != 2 {
+		t.Errorf("%d tiers of calls, want 2: the budget's two reads side by side after the create", got)
+	}
+}

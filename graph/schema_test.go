@@ -75,3 +75,33 @@ func TestEverythingIsDescribed(t *testing.T) {
 		}
 	}
 }
+
+// The executor puts no map of input unmarshalers into the context
+// (internal/gqlgen/templates/internal!.gotpl): graphql.UnmarshalInputFromContext,
+// which reads it, would fail with "the input context is empty". No code of
+// the module calls it.
+func TestNoInputUnmarshalerMap(t *testing.T) {
+	t.Parallel()
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "schema_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("UnmarshalInputFromContext")) {
+			t.Errorf("%s calls graphql.UnmarshalInputFromContext, which needs the map the executor no longer makes", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1777,14 +1777,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
-	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
-		ec.unmarshalInputBudgetLookbackInput,
-		ec.unmarshalInputCreateBudgetInput,
-		ec.unmarshalInputDateRangeInput,
-		ec.unmarshalInputDeleteBudgetInput,
-		ec.unmarshalInputExplorerQueryInput,
-		ec.unmarshalInputUpdateBudgetInput,
-	)
 	first := true
 
 	switch opCtx.Operation.Operation {
@@ -1794,7 +1786,6 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			var data graphql.Marshaler
 			if first {
 				first = false
-				ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 				data = ec._Query(ctx, opCtx.Operation.SelectionSet)
 			} else {
 				if atomic.LoadInt32(&ec.PendingDeferred) > 0 {
@@ -1838,7 +1829,6 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				return nil
 			}
 			first = false
-			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			buf := newResponseBuffer(ec.memo)
 			data.MarshalGQL(buf)
@@ -9518,7 +9508,11 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
 	}
-	out.Dispatch(ctx)
+	if len(out.delayed) > 1 && ec.readsStarted(ctx, sel, "Budget", obj) {
+		out.DispatchHere(ctx)
+	} else {
+		out.Dispatch(ctx)
+	}
 	if out.Invalids > 0 {
 		return graphql.Null
 	}
@@ -10671,7 +10665,11 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
 	}
-	out.Dispatch(ctx)
+	if len(out.delayed) > 1 && ec.readsStarted(ctx, sel, "Explorer", obj) {
+		out.DispatchHere(ctx)
+	} else {
+		out.Dispatch(ctx)
+	}
 	if out.Invalids > 0 {
 		return graphql.Null
 	}
@@ -12143,7 +12141,11 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
 	}
-	out.Dispatch(ctx)
+	if len(out.delayed) > 1 && ec.readsStarted(ctx, sel, "Planning", obj) {
+		out.DispatchHere(ctx)
+	} else {
+		out.Dispatch(ctx)
+	}
 	if out.Invalids > 0 {
 		return graphql.Null
 	}
@@ -14849,6 +14851,37 @@ func (o *objectOut) Dispatch(ctx context.Context) {
 		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
 		wg.Wait()
 	}
+}
+
+// DispatchHere runs what Concurrently recorded one after another on this
+// goroutine. It is for an object whose every upstream read is under way
+// already (readsStarted): each field then only waits for a read that was
+// started, so waiting for them in turn ends when the last of them does, as
+// waiting for them at once would, and no field is handed to another
+// goroutine and waited for. A field that starts a read of its own must not
+// be run here: the fields after it would start theirs only once it ended,
+// one upstream latency later.
+func (o *objectOut) DispatchHere(ctx context.Context) {
+	for _, d := range o.delayed {
+		o.Values[d.i] = d.f(ctx)
+	}
+}
+
+// ReadsStarter is what the resolver root implements to tell the executor
+// that every upstream read the fields selected by sel of obj, an object of
+// the GraphQL type typ, will wait for, down to the leaves, is under way
+// already. Its answer must be false whenever one of those fields would
+// start a read.
+type ReadsStarter interface {
+	ReadsStarted(ctx context.Context, sel ast.SelectionSet, typ string, obj any) bool
+}
+
+// readsStarted reports whether the resolver root says every read that obj's
+// fields will wait for is under way (ReadsStarter); false when the root
+// does not say.
+func (ec *executionContext) readsStarted(ctx context.Context, sel ast.SelectionSet, typ string, obj any) bool {
+	s, ok := ec.Resolvers.(ReadsStarter)
+	return ok && s.ReadsStarted(ctx, sel, typ, obj)
 }
 
 // MarshalGQL writes the object's fields in order, an alias once, as

@@ -236,6 +236,16 @@ func (l *Loader[K, V]) Clear(ctx context.Context, key K) {
 	l.cache.Delete(ctx, key)
 }
 
+// has reports whether the loader was made and holds key.
+func (z *lazy[K, V]) has(ctx context.Context, key K) bool {
+	l := z.l.Load()
+	if l == nil {
+		return false
+	}
+	_, ok := l.cache.Get(ctx, key)
+	return ok
+}
+
 // clear drops what the loader holds for key, if it was made.
 func (z *lazy[K, V]) clear(ctx context.Context, key K) {
 	if l := z.l.Load(); l != nil {
@@ -400,6 +410,16 @@ func (l *Loaders) PrimePlannings(ctx context.Context, b *upstream.Budget) {
 	if b.Plannings != nil {
 		l.Planning().Prime(ctx, b.ID, &upstream.BudgetPlanning{Plannings: b.Plannings})
 	}
+}
+
+// Started reports whether each of the reads r of budget id (cost.Detail,
+// cost.Actuals, cost.Planning) has been started in this request, or its
+// answer primed: a field that needs only these waits for a call under way
+// and starts none.
+func (l *Loaders) Started(ctx context.Context, id string, r cost.Read) bool {
+	return (r&cost.Detail == 0 || l.budget.has(ctx, id)) &&
+		(r&cost.Actuals == 0 || l.actuals.has(ctx, id)) &&
+		(r&cost.Planning == 0 || l.planning.has(ctx, id))
 }
 
 // Forget drops what the loaders hold for a budget, after a write changed it.

@@ -44,16 +44,54 @@ func selects(ctx context.Context, typ, name string) bool {
 type selectsKey struct{ typ, name string }
 
 // reads returns the per-budget reads that the selection of the field ctx
-// resolves needs, on an object of the GraphQL type typ (see cost.Reads),
-// kept for every request of a static operation (opmemo).
+// resolves needs, on an object of the GraphQL type typ (readsOf).
 func reads(ctx context.Context, typ string) cost.Read {
 	oc, sel := selection(ctx)
 	if len(sel) == 0 {
 		return 0
 	}
+	return readsOf(oc, sel, typ)
+}
+
+// readsOf returns the per-budget reads that sel needs on an object of the
+// GraphQL type typ (see cost.Reads), kept for every request of a static
+// operation (opmemo).
+func readsOf(oc *graphql.OperationContext, sel ast.SelectionSet, typ string) cost.Read {
 	return opmemo.At(opmemo.For(oc.Operation), sel, readsKey(typ), func() cost.Read {
 		return cost.Reads(oc, sel, typ)
 	})
+}
+
+// ReadsStarted tells the executor (generated.ReadsStarter) whether every
+// upstream read that the fields sel selects of obj will wait for, down to
+// the leaves, is under way already: the reads cost.Reads finds in sel, of a
+// budget or of a planning row's budget. They are when the budget came in a
+// page or by its id, whose resolvers start them together with the budget's
+// own read (prefetchPage, prefetchBudget, prefetchPlanning). The object's
+// loading fields then run one after another on its goroutine, each waiting
+// for a call already made, instead of each on a goroutine of its own.
+// False for any other object, and whenever one of the reads has not been
+// started: a field that starts its read must run beside the others, so
+// that their calls overlap.
+func (r *Resolver) ReadsStarted(ctx context.Context, sel ast.SelectionSet, typ string, obj any) bool {
+	l := loaders.For(ctx)
+	if l == nil || !graphql.HasOperationContext(ctx) {
+		return false
+	}
+	var id string
+	need := readsOf(graphql.GetOperationContext(ctx), sel, typ)
+	switch o := obj.(type) {
+	case *upstream.Budget:
+		id = o.ID
+		if o.Plannings != nil {
+			need &^= cost.Planning // its plannings are the record's rows
+		}
+	case *upstream.Planning:
+		id = o.BudgetID
+	default:
+		return false
+	}
+	return l.Started(ctx, id, need)
 }
 
 // readsKey tells reads' values apart by the GraphQL type.

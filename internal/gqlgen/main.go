@@ -105,6 +105,21 @@ var inlineResolvers = map[string]bool{
 	"ScheduledNotification.id": true,
 }
 
+// loadingFields counts the fields of o whose resolvers run concurrently
+// (those not in inlineResolvers): the fields that may wait for an upstream
+// read. An object with two or more asks the resolver root whether its reads
+// are under way already (object.gotpl, readsStarted), and if so resolves
+// them in turn on its own goroutine.
+func loadingFields(o *codegen.Object) int {
+	n := 0
+	for _, f := range o.Fields {
+		if f.IsConcurrent() && !inlineResolvers[o.Name+"."+f.Name] {
+			n++
+		}
+	}
+	return n
+}
+
 // loadedLists are resolvers of lists of objects that load, and that the
 // executor may call twice: each answers from the request's loaders, which
 // keep what a key came to, error included, so a second call makes no
@@ -233,6 +248,7 @@ func run() error {
 			"plainLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && plainLeaf(f) },
 			"leafNeedsPath":  leafNeedsPath,
 			"inlineResolver": func(f *codegen.Field) bool { return inlineResolvers[f.Object.Name+"."+f.Name] },
+			"loadingFields":  loadingFields,
 			"laterLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && laterLeaf(f) },
 			"laterLeaves":    laterLeaves,
 			"laterAppend":    laterAppend,
