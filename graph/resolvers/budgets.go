@@ -36,7 +36,7 @@ func budgetDetail(ctx context.Context, id string) (*upstream.BudgetDetail, error
 	if err != nil {
 		return nil, err
 	}
-	d, err := l.Budget().Load(ctx, id)()
+	d, err := l.Budget().Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func budgetActuals(ctx context.Context, id string) (*upstream.BudgetActuals, err
 	if err != nil {
 		return nil, err
 	}
-	return l.Actuals().Load(ctx, id)()
+	return l.Actuals().Get(ctx, id)
 }
 
 // budgetPlannings returns a budget's planning rows: from the record when it
@@ -93,7 +93,7 @@ func planningGrid(ctx context.Context, budgetID string) ([]upstream.Planning, er
 	if err != nil {
 		return nil, err
 	}
-	g, err := l.Planning().Load(ctx, budgetID)()
+	g, err := l.Planning().Get(ctx, budgetID)
 	if err != nil {
 		return nil, err
 	}

@@ -113,15 +113,16 @@ func start(ctx context.Context, l *loaders.Loaders, r cost.Read, b *upstream.Bud
 	}
 }
 
-// prefetchBudget starts, together with a budget's own read, the reads its
+// prefetchBudget starts, before a budget's own read, the reads its
 // selection will need that depend on nothing but the budget's id (its
 // actuals, for `actuals` or a planning row's `actuals`). Started only once
 // the budget has arrived, they would cost one more upstream latency. ctx is
-// that of the field that returns the budget.
+// that of the field that returns the budget, whose resolver then makes the
+// budget's own read (getBudget) itself and waits for it (budgetDetail).
 func prefetchBudget(ctx context.Context, id string) {
 	if l := loaders.For(ctx); l != nil {
 		// The planning rows come with the budget's own read.
-		start(ctx, l, reads(ctx, "Budget")&^cost.Planning, &upstream.Budget{ID: id, Plannings: []upstream.Planning{}})
+		start(ctx, l, reads(ctx, "Budget")&^(cost.Planning|cost.Detail), &upstream.Budget{ID: id, Plannings: []upstream.Planning{}})
 	}
 }
 
