@@ -285,3 +285,46 @@ func TestShapeOncePerAnswerAndKind(t *testing.T) {
 		t.Errorf("a failing shape made %d times in all, want once", n-3)
 	}
 }
+
+// Get makes a key's call on the goroutine that asks, and shares it as Load
+// does: with other Gets of the key, with a Load before or after it, its
+// error kept, a panic of the fetch an error.
+func TestLoaderGetSharesCalls(t *testing.T) {
+	t.Parallel()
+	c := counting{hold: make(chan struct{})}
+	l := newLoader(&fetcher{sem: make(chan struct{}, 10)}, c.fetch)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			key := i % 2
+			if v, err := l.Get(ctx, key); err != nil || v != key*10 {
+				t.Errorf("Get(%d) = %d, %v", key, v, err)
+			}
+		})
+	}
+	for c.inFlight.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(c.hold)
+	wg.Wait()
+	if v, err := l.Load(ctx, 1)(); err != nil || v != 10 {
+		t.Errorf("Load(1) after Get = %d, %v", v, err)
+	}
+	l.Load(ctx, 2)
+	if v, err := l.Get(ctx, 2); err != nil || v != 20 {
+		t.Errorf("Get(2) after Load = %d, %v", v, err)
+	}
+	for range 2 {
+		if _, err := l.Get(ctx, -1); err == nil {
+			t.Error("Get(-1): want the fetch's error")
+		}
+	}
+	if n := c.calls.Load(); n != 4 {
+		t.Errorf("%d calls for 4 keys", n)
+	}
+	p := newLoader(&fetcher{sem: make(chan struct{}, 1)}, func(context.Context, int) (int, error) { panic("boom") })
+	if _, err := p.Get(ctx, 1); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("Get of a panicking fetch: %v", err)
+	}
+}
