@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -345,4 +346,52 @@ func (e *testEnv) timed(t *testing.T, query string, vars map[string]any) ([]byte
 		t.Fatalf("answer: %s", rec.Body)
 	}
 	return rec.Body.Bytes(), e.rt.take()
+}
+
+// A page whose records carry planning rows that name another budget (an
+// upstream that contradicts itself) keeps its tiers: the rows' reads are
+// that budget's, which nothing started, so the budget's fields stay side by
+// side. When the budget's own reads alone were checked, its metrics ran
+// before its rows' actuals were even asked for: 3 tiers.
+func TestRowsOfAnotherBudgetKeepTheirTiers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on injected latency")
+	}
+	s := sim.New(sim.Options{})
+	other := s.IDs(sim.DemoKey, "budgets")[5]
+	rewrite := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "GET" || !strings.HasSuffix(r.URL.Path, "/v1/budgets") {
+			s.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, r)
+		var page struct {
+			Data       []map[string]any `json:"data"`
+			Pagination any              `json:"pagination"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+			t.Errorf("the simulator's page: %v", err)
+		}
+		for _, b := range page.Data {
+			for _, p := range b["plannings"].([]any) {
+				p.(map[string]any)["budgetId"] = other
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(page)
+	})
+	srv := httptest.NewServer(rewrite)
+	t.Cleanup(srv.Close)
+	rt := &timingTransport{next: upstream.NewTransport()}
+	c, err := upstream.NewClient(srv.URL, upstream.WithHTTPClient(&http.Client{Transport: rt, Timeout: 10 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{sim: s, client: c, rt: rt, handler: graph.NewHandler(graph.Options{Client: c, CursorSecret: []byte("bench")})}
+	s.SetLatency(sim.Latency{Fixed: 60 * time.Millisecond})
+	_, spans := e.timed(t, `{ budgets(first: 1) { nodes { metrics { variance } plannings { actuals { amount } } } } }`, nil)
+	if got := tiers(spans); got != 2 {
+		t.Errorf("%d tiers of calls, want 2: the page, then the budget's and its rows' reads side by side", got)
+	}
 }

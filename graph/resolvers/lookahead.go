@@ -74,22 +74,31 @@ func readsOf(oc *graphql.OperationContext, sel ast.SelectionSet, typ string) cos
 // started: a field that starts its read must run beside the others, so
 // that their calls overlap.
 func (r *Resolver) ReadsStarted(ctx context.Context, sel ast.SelectionSet, typ string, obj any) bool {
-	l := loaders.For(ctx)
-	if l == nil || !graphql.HasOperationContext(ctx) {
-		return false
-	}
 	var id string
-	need := readsOf(graphql.GetOperationContext(ctx), sel, typ)
+	rows := false
 	switch o := obj.(type) {
 	case *upstream.Budget:
-		id = o.ID
-		if o.Plannings != nil {
-			need &^= cost.Planning // its plannings are the record's rows
+		id, rows = o.ID, o.Plannings != nil
+		for i := range o.Plannings {
+			if o.Plannings[i].BudgetID != id {
+				// A row of another budget (an upstream that contradicts
+				// itself) reads under that budget's id, which the
+				// prefetch did not read.
+				return false
+			}
 		}
 	case *upstream.Planning:
 		id = o.BudgetID
 	default:
 		return false
+	}
+	l := loaders.For(ctx)
+	if l == nil || !graphql.HasOperationContext(ctx) {
+		return false
+	}
+	need := readsOf(graphql.GetOperationContext(ctx), sel, typ)
+	if rows {
+		need &^= cost.Planning // its plannings are the record's rows
 	}
 	return l.Started(ctx, id, need)
 }
