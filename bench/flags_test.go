@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // A smoke run has few clients unless told otherwise, so that its warm-up,
@@ -68,6 +69,13 @@ func TestPathFlags(t *testing.T) {
 	}
 	if s.pathDur != s.duration || s.pathRounds != s.rounds {
 		t.Errorf("smoke: critical path %v in %d rounds, throughput %v in %d", s.pathDur, s.pathRounds, s.duration, s.rounds)
+	}
+	g, err := parseFlags([]string{"-smoke", "-path-duration", "3s", "-path-rounds", "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.pathDur != 3*time.Second || g.pathRounds != 2 {
+		t.Errorf("smoke with -path-duration 3s -path-rounds 2: %v in %d rounds", g.pathDur, g.pathRounds)
 	}
 	for _, bad := range [][]string{{"-path-rounds", "0"}, {"-path-duration", "0s"}} {
 		if _, err := parseFlags(bad); err == nil {

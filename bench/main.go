@@ -137,8 +137,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "least warm-up of each round, not counted")
 	fs.DurationVar(&c.duration, "duration", 4*time.Second, "measured length of each configuration, over all its rounds")
 	fs.IntVar(&c.rounds, "rounds", 2, "rounds of each configuration, the contenders in turn")
-	fs.DurationVar(&c.pathDur, "path-duration", 16*time.Second, "measured length of each critical-path run at a latency after the first (one client), over all its rounds")
-	fs.IntVar(&c.pathRounds, "path-rounds", 4, "rounds of each critical-path run at a latency after the first")
+	fs.DurationVar(&c.pathDur, "path-duration", 16*time.Second, "measured length of each critical-path run at a latency after the first (one client), over all its rounds (smoke mode: as -duration unless given)")
+	fs.IntVar(&c.pathRounds, "path-rounds", 4, "rounds of each critical-path run at a latency after the first (smoke mode: as -rounds unless given)")
 	conc := fs.String("concurrency", "1,50,200", "concurrent clients of the throughput runs (smoke mode: "+smokeConcurrency+" unless given)")
 	lats := fs.String("latencies", "0s,20ms", "upstream latencies; the first gets the throughput runs, each gets the critical-path runs")
 	qs := fs.String("queries", "", "comma-separated query names to run (default all)")
@@ -231,7 +231,13 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.smoke {
 		c.warmup, c.duration, c.benchtime, c.rounds = 200*time.Millisecond, 800*time.Millisecond, "1x", 1
-		c.pathDur, c.pathRounds = c.duration, c.rounds
+		// The critical-path runs as short as the others, unless told.
+		if !set["path-duration"] {
+			c.pathDur = c.duration
+		}
+		if !set["path-rounds"] {
+			c.pathRounds = c.rounds
+		}
 		// Every telemetry configuration on each query for a moment.
 		c.overheadDuration, c.overheadRounds = 300*time.Millisecond, 1
 		if !set["overhead-clients"] {
