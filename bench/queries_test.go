@@ -40,13 +40,8 @@ func newTestEnv(tb testing.TB) *testEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rt := &timingTransport{next: upstream.NewTransport()}
-	c, err := upstream.NewClient(srv.URL, upstream.WithHTTPClient(&http.Client{Transport: rt, Timeout: 10 * time.Second}))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e := &testEnv{sim: s, client: c, fx: fx, rt: rt, bodies: map[string][]byte{},
-		handler: graph.NewHandler(graph.Options{Client: c, CursorSecret: []byte("bench")})}
+	e := gatewayOn(tb, s, srv.URL)
+	e.fx = fx
 	for _, q := range queries {
 		b, err := json.Marshal(map[string]any{"query": q.Gateway, "operationName": q.Name, "variables": q.Vars(fx)})
 		if err != nil {
@@ -57,9 +52,29 @@ func newTestEnv(tb testing.TB) *testEnv {
 	return e
 }
 
+// gatewayOn returns a test environment whose gateway handler calls the
+// upstream at url, through a transport that times each call; s is the
+// simulator behind it. It has no fixture and no query bodies.
+func gatewayOn(tb testing.TB, s *sim.Server, url string) *testEnv {
+	tb.Helper()
+	rt := &timingTransport{next: upstream.NewTransport()}
+	c, err := upstream.NewClient(url, upstream.WithHTTPClient(&http.Client{Transport: rt, Timeout: 10 * time.Second}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &testEnv{sim: s, client: c, rt: rt, bodies: map[string][]byte{},
+		handler: graph.NewHandler(graph.Options{Client: c, CursorSecret: []byte("bench")})}
+}
+
 // serve runs q through the gateway's handler; the answer goes to rec.
 func (e *testEnv) serve(q *query, rec *httptest.ResponseRecorder) {
-	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(e.bodies[q.Name]))
+	e.post(e.bodies[q.Name], rec)
+}
+
+// post sends body to the gateway's handler with the demo key; the answer
+// goes to rec.
+func (e *testEnv) post(body []byte, rec *httptest.ResponseRecorder) {
+	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 	e.handler.ServeHTTP(rec, req)
@@ -263,11 +278,7 @@ func TestListsOfNodesTakeOneTierPerLevel(t *testing.T) {
 		t.Skip("waits on injected latency")
 	}
 	e := newTestEnv(t)
-	ctx := upstream.WithAPIKey(context.Background(), sim.DemoKey)
-	pg, err := e.client.Budgets.List(ctx, &upstream.ListOptions{Limit: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := e.firstBudgets(t, 8)
 	var budgets, rows []string
 	for _, b := range pg.Data {
 		budgets = append(budgets, relay.BudgetID(b.ID))
@@ -308,11 +319,7 @@ func TestFieldsOfABudgetNotPrefetchedOverlap(t *testing.T) {
 		t.Skip("waits on injected latency")
 	}
 	e := newTestEnv(t)
-	ctx := upstream.WithAPIKey(context.Background(), sim.DemoKey)
-	pg, err := e.client.Budgets.List(ctx, &upstream.ListOptions{Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := e.firstBudgets(t, 1)
 	e.sim.SetLatency(sim.Latency{Fixed: 60 * time.Millisecond})
 	body, spans := e.timed(t,
 		`mutation($in: CreateBudgetInput!) { createBudget(input: $in) { budget { metrics { variance } actuals { total } } userErrors { message } } }`,
@@ -329,18 +336,26 @@ func TestFieldsOfABudgetNotPrefetchedOverlap(t *testing.T) {
 	}
 }
 
+// firstBudgets reads the first n budgets of the demo key's organization
+// straight from the upstream, with no gateway between.
+func (e *testEnv) firstBudgets(t *testing.T, n int) *upstream.Page[upstream.Budget] {
+	t.Helper()
+	pg, err := e.client.Budgets.List(upstream.WithAPIKey(context.Background(), sim.DemoKey), &upstream.ListOptions{Limit: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg
+}
+
 // timed runs query through the gateway with the demo key, fails the test on
 // an answer with errors, and returns the answer with the upstream calls it
 // made.
 func (e *testEnv) timed(t *testing.T, query string, vars map[string]any) ([]byte, []span) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 	e.rt.take()
 	rec := httptest.NewRecorder()
-	e.handler.ServeHTTP(rec, req)
+	e.post(body, rec)
 	var a gqlAnswer
 	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil || len(a.Errors) > 0 {
 		t.Fatalf("answer: %s", rec.Body)
@@ -383,12 +398,7 @@ func TestRowsOfAnotherBudgetKeepTheirTiers(t *testing.T) {
 	})
 	srv := httptest.NewServer(rewrite)
 	t.Cleanup(srv.Close)
-	rt := &timingTransport{next: upstream.NewTransport()}
-	c, err := upstream.NewClient(srv.URL, upstream.WithHTTPClient(&http.Client{Transport: rt, Timeout: 10 * time.Second}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &testEnv{sim: s, client: c, rt: rt, handler: graph.NewHandler(graph.Options{Client: c, CursorSecret: []byte("bench")})}
+	e := gatewayOn(t, s, srv.URL)
 	s.SetLatency(sim.Latency{Fixed: 60 * time.Millisecond})
 	_, spans := e.timed(t, `{ budgets(first: 1) { nodes { metrics { variance } plannings { actuals { amount } } } } }`, nil)
 	if got := tiers(spans); got != 2 {
