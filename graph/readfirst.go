@@ -24,7 +24,8 @@ const writeMargin = time.Second
 //     deadline is the request's while it is read (not the server's fixed
 //     ReadTimeout); a body still arriving then is answered 504
 //     REQUEST_TIMEOUT at once, with Connection: close, and is never
-//     admitted;
+//     admitted; the rest of a body that is not read to its end is never
+//     read, and its connection closes after the answer;
 //   - the answer must have been written by the deadline, deadlineGrace
 //     and writeMargin: the connection's write deadline is set so, and a
 //     client that does not take its answer by then has it cut off (the
@@ -53,6 +54,13 @@ func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {
 		_, hasKey := BearerKey(r)
 		limit := bodyLimit(maxBody, hasKey)
 		if r.Method != http.MethodPost || checkHTTP(r, limit, hasKey) != nil {
+			if r.ContentLength != 0 {
+				// A body that is not read: net/http would read up to
+				// 256 KiB of it before the answer (and after it), at the
+				// client's pace, holding the request's place.
+				w.Header().Set("Connection", "close")
+				_ = rc.SetReadDeadline(time.Now())
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -67,7 +75,13 @@ func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {
 			_ = rc.SetReadDeadline(dl)
 		}
 		b.buf, b.err = readBody(w, r, limit, b.hold)
-		if hasDeadline {
+		switch {
+		case b.err != nil:
+			// The rest of the body is never read: net/http would read on
+			// for it after the answer (up to 256 KiB, with no deadline),
+			// holding a connection whose answer said Connection: close.
+			_ = rc.SetReadDeadline(time.Now())
+		case hasDeadline:
 			// Once the body is read, net/http reads on in the background to
 			// see the client go; a read deadline that passes then would
 			// cancel the connection's context. The handler has its own.

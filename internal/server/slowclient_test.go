@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -214,6 +216,74 @@ func waitAccessLine(t *testing.T, gw *gateway, match func(map[string]any) bool) 
 		}
 		if time.Now().After(end) {
 			t.Fatalf("no such access line in 10 s:\n%s", gw.logs)
+		}
+	}
+}
+
+// TestSlowBodyConnectionClosed: the connection of a body the gateway does
+// not read to its end, answered with Connection: close, is closed after that
+// answer (RFC 9112, 9.6), though the client goes on sending a byte at a time:
+// a body not received by the deadline (504), and one refused from its
+// headers (415). (Before, net/http read on for up to 256 KiB of the rest,
+// with no deadline after a 504, so 100 such connections stayed open and kept
+// taking bytes; a refused one had no answer until the server's ReadTimeout.)
+func TestSlowBodyConnectionClosed(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil, "-request-timeout", "1s")
+	for _, tc := range []struct {
+		name, contentType string
+		status            int
+	}{
+		{"past its deadline", "application/json", http.StatusGatewayTimeout},
+		{"refused from its headers", "text/plain", http.StatusUnsupportedMediaType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", gw.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_, err = fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"+
+				"Content-Type: %s\r\nContent-Length: 100000\r\n\r\n{", sim.DemoKey, tc.contentType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			go trickle(conn, stop)
+			// A bound on the wait, far past the deadline, not a measure of time.
+			_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !resp.Close {
+				t.Fatalf("answer %d, Connection: %q; want %d with Connection: close", resp.StatusCode, resp.Header.Get("Connection"), tc.status)
+			}
+			if n, err := br.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("after its answer the connection is still open: read %d bytes, %v", n, err)
+			}
+		})
+	}
+}
+
+// trickle writes a byte to conn every 50 ms until stop is closed or a write
+// fails.
+func trickle(conn net.Conn, stop <-chan struct{}) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
 		}
 	}
 }
