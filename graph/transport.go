@@ -29,6 +29,23 @@ import (
 // the largest introspection query a tool sends is a few kilobytes.
 const NoKeyMaxBodyBytes = 32 << 10
 
+// MaxQueryStringBytes bounds a GET's query string, with a key or without:
+// a GET carries a query (often only a persisted query's hash), and larger
+// requests go as POST, as URLs over a few kilobytes do not pass many proxies
+// and CDNs (Node.js servers take 16 KiB of headers in all).
+const MaxQueryStringBytes = 32 << 10
+
+// MaxHeaderBytes bounds a request's line and headers, as net/http's
+// Server.MaxHeaderBytes (past it net/http answers 431 itself, and closes
+// the connection): a GET of the largest query string and 16 KiB for the
+// other headers, an API key of MaxAPIKeyLen among them. It is what a
+// connection can make the gateway hold before its headers end.
+const MaxHeaderBytes = MaxQueryStringBytes + 16<<10
+
+// maxAuthorization is the longest Authorization header the gateway reads: a
+// bearer key of upstream.MaxAPIKeyLen bytes.
+const maxAuthorization = len("Bearer ") + upstream.MaxAPIKeyLen
+
 // httpTransport serves GraphQL over HTTP as the GraphQL-over-HTTP spec has
 // it: GET (queries only) and POST with a JSON body, answered as
 // application/graphql-response+json when the client accepts it and as
@@ -201,13 +218,20 @@ func bodyLimit(maxBody int64, hasKey bool) int64 {
 // body is read: one Authorization header, the method, a POST's media type
 // and Content-Length, and a GET's query string, against limit.
 func checkHTTP(r *http.Request, limit int64, hasKey bool) *requestError {
-	if len(r.Header.Values("Authorization")) > 1 {
+	auth := r.Header.Values("Authorization")
+	if len(auth) > 1 {
 		return refuse(http.StatusBadRequest, codes.BadRequest, "send the API key in one Authorization header")
+	}
+	if len(auth) == 1 && len(auth[0]) > maxAuthorization {
+		return refuse(http.StatusRequestHeaderFieldsTooLarge, codes.RequestTooLarge,
+			"the Authorization header is longer than "+strconv.Itoa(maxAuthorization)+" bytes: an API key is at most "+
+				strconv.Itoa(upstream.MaxAPIKeyLen))
 	}
 	switch r.Method {
 	case http.MethodGet:
-		if int64(len(r.URL.RawQuery)) > limit {
-			return refuse(http.StatusRequestURITooLong, codes.RequestTooLarge, tooLarge("query string", limit, hasKey))
+		// The bound without a key is no lower: NoKeyMaxBodyBytes is as large.
+		if limit := min(limit, MaxQueryStringBytes); int64(len(r.URL.RawQuery)) > limit {
+			return refuse(http.StatusRequestURITooLong, codes.RequestTooLarge, tooLarge("query string", limit, true))
 		}
 		return nil
 	case http.MethodPost:

@@ -221,6 +221,9 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 								httpx.Deadline(cfg.RequestTimeout, mux))),
 						mux, probePaths...)))),
 		ReadHeaderTimeout: 10 * time.Second,
+		// A GET of the largest query string and the other headers; what a
+		// connection holds while its headers arrive (docs/security.md).
+		MaxHeaderBytes: graph.MaxHeaderBytes,
 		// The bounds of the other routes: on /graphql the request's deadline
 		// bounds the body's read and the answer's writing (graph's readFirst).
 		ReadTimeout: 30 * time.Second,
@@ -260,7 +263,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	if adminLn == nil {
 		return httpx.Serve(ctx, srv, ln, grace, log, graph.Overdue)
 	}
-	admin := &http.Server{Handler: health, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute,
+	admin := &http.Server{Handler: health, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: graph.MaxHeaderBytes, WriteTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- httpx.Serve(ctx, admin, adminLn, grace, slog.New(slog.DiscardHandler), nil) }()
