@@ -76,7 +76,9 @@ bench-smoke: bench/mesh/node_modules/.package-lock.json
 
 # The hostile-traffic benchmark alone (issue 14): every hostile shape and
 # random documents from 50 attackers beside legitimate traffic, a quiet run
-# after each shape, about three minutes. Its section of docs/benchmarks.md is replaced; the others are kept
+# after each shape, then each tenant's fair share on pinned cores (taskset:
+# the gateway and the simulator on one core, each tenant's load on the
+# other), about four minutes. Its section of docs/benchmarks.md is replaced; the others are kept
 # from docs/benchmarks.json. `make bench` runs it too, at its end.
 bench-hostile:
 	go run ./bench -hostile

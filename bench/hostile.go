@@ -88,6 +88,8 @@ type hostileReport struct {
 	Shapes      []hostileShape `json:"shapes"`
 	Phases      []hostilePhase `json:"phases"`
 	Goals       []goalRow      `json:"goals"`
+	// FairShare is the fair-share benchmark the run ended with (fairshare.go).
+	FairShare *fairReport `json:"fair_share,omitempty"`
 }
 
 // hostilePhase is one phase: a window of legitimate traffic, with or
@@ -357,6 +359,14 @@ func runHostile(ctx context.Context, cfg config, b binaries) (*hostileReport, er
 			rep.RateLimit = hostileRateLimit(ph.legitRPS())
 		}
 	}
+	if cfg.fairWindow > 0 {
+		logf("fair share: tenant A %d clients, tenant B %d clients, on pinned cores", cfg.legitClients, cfg.attackers)
+		fair, err := runFairShare(ctx, cfg, b, simURL, simProc.pid(), t)
+		rep.FairShare = fair
+		if err != nil {
+			return rep, err
+		}
+	}
 	rep.Finished = time.Now()
 	rep.Goals = hostileGoals(rep)
 	return rep, nil
@@ -489,7 +499,7 @@ func (h *hostileRun) phase(ctx context.Context, name, kind string, items []attac
 	warm := make(chan struct{}, h.cfg.legitClients)
 	for range h.cfg.legitClients {
 		legitWG.Go(func() {
-			ok, errs, first := legitLoop(runCtx, legitHC, url, h.legitBody, &win, warm)
+			ok, errs, first := tenantLoop(runCtx, legitHC, url, legitKey, [][]byte{h.legitBody}, 0, &win, warm)
 			legitMu.Lock()
 			ph.LegitOK += ok
 			ph.LegitErrors += errs
@@ -613,21 +623,21 @@ func newHTTPClient(conns int) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// legitLoop sends the legitimate query back to back with the legitimate
-// key until ctx ends, and counts the answers that end in the window: good
-// ones (200, no error) and the rest. It signals warm after its first answer.
-func legitLoop(ctx context.Context, hc *http.Client, url string, body []byte, win *window, warm chan<- struct{}) (ok, errs int, first string) {
+// tenantLoop sends bodies in turn, from the i-th, with key, back to back
+// until ctx ends, and counts the answers that end in the window: good ones
+// (200, no error) and the rest. It signals warm after its first answer.
+func tenantLoop(ctx context.Context, hc *http.Client, url, key string, bodies [][]byte, i int, win *window, warm chan<- struct{}) (ok, errs int, first string) {
 	warmed := false
-	for ctx.Err() == nil {
+	for ; ctx.Err() == nil; i++ {
 		rctx, cancel := context.WithTimeout(ctx, legitTimeout)
-		req, err := http.NewRequestWithContext(rctx, "POST", url, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(rctx, "POST", url, bytes.NewReader(bodies[i%len(bodies)]))
 		if err != nil {
 			cancel()
 			return ok, errs + 1, err.Error()
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Authorization", "Bearer "+legitKey)
+		req.Header.Set("Authorization", "Bearer "+key)
 		var answer []byte
 		resp, err := hc.Do(req)
 		if err == nil {

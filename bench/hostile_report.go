@@ -158,6 +158,7 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 	p("`bench/hostile_shapes.go`. Items refer to issue 14's sections: A (cost bounded before the expensive work),\n")
 	p("B (one caller cannot hurt the others), C (upstream answers), D (HTTP edges); O are shapes found from outside\n")
 	p("after the issue (docs/security.md), each once a defect.\n\n")
+	renderFairShare(b, r.FairShare)
 }
 
 func bytesOf(n int) string {
@@ -207,6 +208,9 @@ func hostileProblems(r *hostileReport) []string {
 			slices.Sort(unsent)
 			out = append(out, fmt.Sprintf("hostile %s: never sent: %s", ph.Name, strings.Join(unsent, ", ")))
 		}
+	}
+	if r.FairShare != nil {
+		out = append(out, fairProblems(r.FairShare)...)
 	}
 	return out
 }

@@ -88,6 +88,13 @@ type config struct {
 	hostileRSSCapMiB      int
 	randomDocs            int
 	hostileShapes         []string
+	// fairWindow is each window of the fair-share benchmark (fairshare.go),
+	// which the hostile-traffic benchmark ends with; 0 leaves it out.
+	fairWindow time.Duration
+	// tenantWorker, when set, makes this program a tenant's load process
+	// of the fair-share benchmark, with the spec in this file; the harness
+	// starts it so.
+	tenantWorker string
 
 	// The telemetry-overhead benchmark (overhead.go).
 	overheadOnly     bool
@@ -116,9 +123,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if cfg.serveFloor != "" {
+	switch {
+	case cfg.serveFloor != "":
 		err = serveFloor(ctx, cfg.serveFloor, cfg.floorUpstream, fixture{BudgetID: cfg.floorBudget, Explorer: dashboardQuery()})
-	} else {
+	case cfg.tenantWorker != "":
+		err = runTenantWorker(ctx, cfg.tenantWorker, os.Stdout)
+	default:
 		err = run(ctx, cfg)
 	}
 	if err != nil {
@@ -165,6 +175,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.hostileRequestTimeout, "hostile-request-timeout", time.Second, "hostile: the gateway's -request-timeout")
 	fs.IntVar(&c.hostileRSSCapMiB, "hostile-rss-cap", 2048, "hostile: MiB of RSS at which the harness kills the gateway (0: no cap)")
 	fs.IntVar(&c.randomDocs, "random-docs", 512, "hostile: random documents generated (from a fixed seed) and sent in turn")
+	fs.DurationVar(&c.fairWindow, "fair-window", 8*time.Second, "hostile: each window of the fair-share benchmark, two tenants on pinned cores (0: none)")
+	fs.StringVar(&c.tenantWorker, "tenant-worker", "", "run as a tenant's load process of the fair-share benchmark, with the spec in this `file` (the harness starts it so)")
 	hshapes := fs.String("hostile-shapes", "", "hostile: comma-separated shapes to send (default all)")
 	fs.BoolVar(&c.overheadOnly, "overhead", false, "run only the telemetry-overhead benchmark; its section replaces the one of the report "+
 		"of -out, whose other sections are rendered again from -json when it exists")
@@ -251,6 +263,7 @@ func parseFlags(args []string) (config, error) {
 			"hostile-alone-window": func() { c.hostileAloneWindow = 200 * time.Millisecond },
 			"random-docs":          func() { c.randomDocs = 64 },
 			"hostile-rss-cap":      func() { c.hostileRSSCapMiB = 1024 },
+			"fair-window":          func() { c.fairWindow = 300 * time.Millisecond },
 		} {
 			if !set[name] {
 				apply()
