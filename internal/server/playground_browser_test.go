@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,12 +26,16 @@ import (
 // chromiumPath is Debian's Chromium, which .ci/run installs.
 const chromiumPath = "/usr/bin/chromium"
 
+// defaultArtifacts is artifacts/ in the module root, which .gitignore
+// leaves out; a test runs in its package's folder, two below the root.
+var defaultArtifacts = filepath.Join("..", "..", "artifacts")
+
 // artifactsDir is where the browser test keeps its screenshots: $ARTIFACTS_DIR,
-// or artifacts/ (gitignored) in the module root.
+// or defaultArtifacts.
 func artifactsDir(t *testing.T) string {
 	dir := os.Getenv("ARTIFACTS_DIR")
 	if dir == "" {
-		dir = "artifacts"
+		dir = defaultArtifacts
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -272,5 +277,28 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	if len(requested) < 3 {
 		t.Errorf("saw only %d requests: %q", len(requested), requested)
+	}
+}
+
+// TestArtifactsAreIgnored: the screenshots go where git does not track
+// them, so `make test` changes no tracked file (they went to
+// internal/server/artifacts/, which was committed).
+func TestArtifactsAreIgnored(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("%s is not the module root: %v", root, err)
+	}
+	dir, err := filepath.Abs(defaultArtifacts)
+	if err != nil || dir != filepath.Join(root, "artifacts") {
+		t.Fatalf("the screenshots go to %s, want %s", dir, filepath.Join(root, "artifacts"))
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git to ask what it ignores")
+	}
+	if out, err := exec.Command("git", "-C", root, "check-ignore", "-q", "--no-index", "artifacts/playground.png").CombinedOutput(); err != nil {
+		t.Errorf("git does not ignore artifacts/ (%v %s)", err, out)
 	}
 }
