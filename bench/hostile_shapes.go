@@ -347,7 +347,7 @@ var hostileShapes = []hostileShape{
 			b.WriteString("query Aliased { explorer {")
 			for i := range 29 {
 				fmt.Fprintf(&b, ` h%d: history(query: {dateRange: {start: "2025-11-01", end: "2026-10-31"}, `+
-					`groupBy: "product_product_name", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) `+
+					`groupBy: "product_product_name", costType: "line_item_unblended_cost", granularity: "day"}) `+
 					`{ costRows { group date cost } }`, i)
 			}
 			b.WriteString(" } }")

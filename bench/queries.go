@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"strings"
 
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream/ops"
@@ -73,16 +71,6 @@ func dashboardQuery() map[string]any {
 		"granularity": "day",
 		"filters":     []any{},
 	}
-}
-
-// gatewayExplorer is an Explorer query as the gateway takes it: the cost type
-// and granularity are enums, the upper-cased column and bucket names.
-func gatewayExplorer(q map[string]any) map[string]any {
-	out := maps.Clone(q)
-	for _, k := range []string{"costType", "granularity"} {
-		out[k] = strings.ToUpper(q[k].(string))
-	}
-	return out
 }
 
 // meshError is selected on every Mesh union, so an upstream error shows up in
@@ -248,7 +236,7 @@ var queries = []query{
     ` + meshError + `
   }
 }`,
-		Vars:     func(fx fixture) map[string]any { return map[string]any{"q": gatewayExplorer(fx.Explorer)} },
+		Vars:     func(fx fixture) map[string]any { return map[string]any{"q": fx.Explorer} },
 		MeshVars: func(fx fixture) map[string]any { return map[string]any{"q": fx.Explorer} },
 		Direct:   directDashboard,
 		Min: map[string]int{ops.ExplorerSummary: 1, ops.ExplorerPreviousPeriod: 1, ops.ExplorerHistory: 1,

@@ -20,7 +20,7 @@ import (
 func TestAnswerValuesAreBounded(t *testing.T) {
 	t.Parallel()
 	const history = `history(query: {dateRange: {start: "2025-11-01", end: "2026-10-31"}, groupBy: "product_product_name",
-		costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) { costRows { group date cost } }`
+		costType: "line_item_unblended_cost", granularity: "day"}) { costRows { group date cost } }`
 	var aliased strings.Builder
 	aliased.WriteString("{ explorer {")
 	for i := range 29 {

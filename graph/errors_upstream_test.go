@@ -85,7 +85,7 @@ var upstreamCases = []errorCase{
 	{
 		name: "explorer history row of another shape", key: sim.DemoKey,
 		query: `{ explorer { history(query: {dateRange: {start: "2026-10-01", end: "2026-10-31"}, groupBy: "product_product_name", ` +
-			`costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) { costRows { group date cost } } } }`,
+			`costType: "line_item_unblended_cost", granularity: "day"}) { costRows { group date cost } } } }`,
 		setup: func(_ *testing.T, e *env, _ fixture) {
 			failOn(e, "POST", "/v1/explorer/history", func() *http.Response {
 				return answer(http.StatusOK, `{"data":{"costRows":[{"product_product_name":"EC2","usage_date":20261001}],`+

@@ -26,7 +26,7 @@ func FuzzDocument(f *testing.F) {
 		`query { ...F0 } fragment F0 on Query { ...F1 ...F1 } fragment F1 on Query { __typename t: __typename }`,
 		`{ node(id: "QnVkZ2V0OmI=") { id ... on Budget { plannings { budget { id } } } ... on Planning { actuals { amount } } } }`,
 		`mutation M($in: CreateBudgetInput!) { createBudget(input: $in) { userErrors { field message code } } }`,
-		`{ explorer { summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY, filters: [{a: [[[1]]]}]}) { cards { title } } } }`,
+		`{ explorer { summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: "line_item_unblended_cost", granularity: "day", filters: [{a: [[[1]]]}]}) { cards { title } } } }`,
 		`{ __schema { types { name fields { name type { ofType { ofType { name } } } } } } }`,
 		`{ a: __typename a: __typename b: budgets { nodes { id } } b: budgets { nodes { id } } }`,
 	} {

@@ -14,7 +14,7 @@ import (
 func TestHistoryGroupValues(t *testing.T) {
 	t.Parallel()
 	const query = `{ explorer { history(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, ` +
-		`groupBy: "line_item_usage_account_id", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) { costRows { group cost } } } }`
+		`groupBy: "line_item_usage_account_id", costType: "line_item_unblended_cost", granularity: "day"}) { costRows { group cost } } } }`
 	tests := []struct {
 		name     string
 		rows     string

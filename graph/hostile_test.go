@@ -157,7 +157,7 @@ func TestHostileBodiesCostTheirSize(t *testing.T) {
 	growthBomb := `{"query": "mutation($x: JSON) { updateBudget(input: {id: \"QnVkZ2V0OjE=\", growthRate: [` + named(1000) +
 		`]}) { budget { id } } }", ` + x
 	filterBomb := `{"query": "query($x: JSON!) { explorer { summary(query: {dateRange: {start: \"2026-01-01\", end: \"2026-01-31\"}, ` +
-		`groupBy: \"billing_account_name\", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY, filters: [` + named(400) + `]}) { servedFromCache } } }", ` + x
+		`groupBy: \"billing_account_name\", costType: \"line_item_unblended_cost\", granularity: \"day\", filters: [` + named(400) + `]}) { servedFromCache } } }", ` + x
 	for _, tc := range []struct {
 		name, body string
 		code       codes.Code // "" for data

@@ -13,8 +13,8 @@ import (
 // Every GraphQL example of the README runs on the simulator without an
 // error, with the variables its "# variables:" comment gives; a placeholder
 // such as <an explorerReportId from a budget> is filled from the simulator.
-// The dashboard's example once wrote its enum values in lower case, which
-// failed every field.
+// A dashboard whose costType or granularity the upstream does not take
+// fails every one of its fields.
 func TestReadmeExamplesRun(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../README.md")

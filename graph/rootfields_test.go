@@ -88,7 +88,7 @@ func TestRootFields(t *testing.T) {
 
 	t.Run("explorer agrees with itself", func(t *testing.T) {
 		q := map[string]any{"dateRange": map[string]any{"start": "2026-10-01", "end": "2026-10-31"},
-			"groupBy": "product_product_name", "costType": "LINE_ITEM_UNBLENDED_COST", "granularity": "WEEK",
+			"groupBy": "product_product_name", "costType": "line_item_unblended_cost", "granularity": "week",
 			"filters": []any{map[string]any{"dimension": "billing_account_name", "operator": "not_in", "values": []string{"Sandbox"}}}}
 		var got struct {
 			Explorer struct {

@@ -1,14 +1,17 @@
 package graph_test
 
 import (
+	"bufio"
 	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/formatter"
 
 	"github.com/costgw/gateway/graph/generated"
@@ -103,5 +106,107 @@ func TestNoInputUnmarshalerMap(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The root of the schema is graph/schema.graphqls, as the design names it:
+// the root operation types, the Node interface and the schema's own
+// directives are defined there, and every area's file only extends the
+// root types. The schema was split into area files with no such file.
+func TestSchemaFileHoldsTheRoot(t *testing.T) {
+	t.Parallel()
+	schema := generated.NewExecutableSchema(generated.Config{Resolvers: &resolvers.Resolver{}}).Schema()
+	file := func(d *ast.Definition) string { return filepath.Base(d.Position.Src.Name) }
+	for _, root := range []*ast.Definition{schema.Query, schema.Mutation, schema.Subscription, schema.Types["Node"]} {
+		if root != nil && file(root) != "schema.graphqls" {
+			t.Errorf("%s is defined in %s, not schema.graphqls", root.Name, file(root))
+		}
+	}
+	if schema.Query == nil || schema.Mutation == nil || schema.Types["Node"] == nil {
+		t.Fatal("the schema has no Query, Mutation or Node")
+	}
+	for _, d := range schema.Directives {
+		if d.Position != nil && d.Position.Src != nil && !d.Position.Src.BuiltIn && filepath.Base(d.Position.Src.Name) != "schema.graphqls" {
+			t.Errorf("directive @%s is declared in %s, not schema.graphqls", d.Name, d.Position.Src.Name)
+		}
+	}
+	// Every area's root fields are its own: in its file, extending the root.
+	areas := map[string]bool{}
+	for _, root := range []*ast.Definition{schema.Query, schema.Mutation} {
+		for _, f := range root.Fields {
+			if f.Position != nil && f.Position.Src != nil && !f.Position.Src.BuiltIn {
+				areas[filepath.Base(f.Position.Src.Name)] = true
+			}
+		}
+	}
+	for _, want := range []string{"schema.graphqls", "budgets.graphqls", "explorer.graphqls", "insights.graphqls", "notifications.graphqls"} {
+		if !areas[want] {
+			t.Errorf("no root field comes from %s", want)
+		}
+	}
+}
+
+// Int64's specification is a section of docs/schema.md, published with the
+// repository, and @specifiedBy points at it: at the repository of the
+// module's path, and at an anchor that the document's headings make. Int64
+// had no @specifiedBy; its description said it was its own specification.
+func TestInt64IsSpecifiedBy(t *testing.T) {
+	t.Parallel()
+	schema := generated.NewExecutableSchema(generated.Config{Resolvers: &resolvers.Resolver{}}).Schema()
+	d := schema.Types["Int64"].Directives.ForName("specifiedBy")
+	if d == nil || d.Arguments.ForName("url") == nil {
+		t.Fatal("Int64 has no @specifiedBy(url:)")
+	}
+	url := d.Arguments.ForName("url").Value.Raw
+
+	mod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^module\s+(\S+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no module line")
+	}
+	prefix := "https://" + string(m[1]) + "/blob/main/docs/schema.md#"
+	anchor, ok := strings.CutPrefix(url, prefix)
+	if !ok {
+		t.Fatalf("@specifiedBy(url: %q) is not a section of docs/schema.md in the module's repository (%s…)", url, prefix)
+	}
+	f, err := os.Open(filepath.Join("..", "docs", "schema.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// GitHub's anchor of a heading: lower case, spaces to hyphens, and
+	// nothing but letters, digits, hyphens and underscores.
+	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	var section strings.Builder
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if h, ok := strings.CutPrefix(line, "#"); ok && strings.HasPrefix(strings.TrimLeft(h, "#"), " ") {
+			slug := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(strings.TrimSpace(strings.TrimLeft(h, "#"))), ""), " ", "-")
+			if in {
+				break
+			}
+			in = slug == anchor
+			continue
+		}
+		if in {
+			section.WriteString(line + "\n")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !in {
+		t.Fatalf("docs/schema.md has no heading with the anchor #%s", anchor)
+	}
+	// The section specifies the scalar: its range, its result and its input.
+	for _, want := range []string{"-9223372036854775808", "9223372036854775807", "Result", "Input"} {
+		if !strings.Contains(section.String(), want) {
+			t.Errorf("the section #%s of docs/schema.md does not say %q", anchor, want)
+		}
 	}
 }

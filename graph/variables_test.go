@@ -30,7 +30,7 @@ func TestVariableErrorsHaveNoPath(t *testing.T) {
 		{`query($n: Int) { budgets(first: $n) { nodes { id } } }`, map[string]any{"n": 2.5}, []any{"n"}, "$n: 2.5 is not"},
 		{`query($q: ExplorerQueryInput!) { explorer { summary(query: $q) { cards { title } } } }`,
 			map[string]any{"q": map[string]any{"dateRange": map[string]any{"start": "2026-10-01", "end": "2026-10-31"},
-				"groupBy": "g", "costType": 7, "granularity": "DAY"}}, []any{"q", "costType"}, "$q.costType: 7 is not"},
+				"groupBy": "g", "costType": 7, "granularity": "day"}}, []any{"q", "costType"}, "$q.costType: 7 is not"},
 	} {
 		r := e.query(t, sim.DemoKey, tc.query, tc.vars)
 		if len(r.Errors) != 1 || r.Errors[0].Path != nil || !strings.HasPrefix(r.Errors[0].Message, tc.msg) ||
@@ -44,8 +44,8 @@ func TestVariableErrorsHaveNoPath(t *testing.T) {
 // GraphQL spec asks: 400 GRAPHQL_VALIDATION_FAILED under
 // application/graphql-response+json, before any upstream call. gqlparser,
 // which coerces variables first, compares enum values without case and
-// takes a string of digits for an Int: an Explorer query with "DAY" written
-// "Day" once ran, and failed on each of its fields with BAD_USER_INPUT.
+// takes a string of digits for an Int: an enum value written in another
+// case once ran, and failed on each of its fields with BAD_USER_INPUT.
 func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -54,15 +54,17 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 		return map[string]any{"q": map[string]any{"dateRange": map[string]any{"start": "2026-10-01", "end": "2026-10-31"},
 			"groupBy": "product_product_name", "costType": costType, "granularity": granularity}}
 	}
+	const lookback = `query($p: BudgetPeriod) { budgetLookback(input: {explorerReportId: "rpt_1", startDate: "2026-01-01", period: $p}) { periods { periodKey } } }`
 	const page = `query($n: Int) { budgets(first: $n) { nodes { id } } }`
 	const nodes = `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`
 	for name, tc := range map[string]struct {
 		query string
 		vars  map[string]any
 	}{
-		"an enum in another case":        {explorer, explorerVars("line_item_unblended_cost", "DAY")},
-		"an enum in another case, again": {explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", "Day")},
-		"an enum as a number":            {explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", 1)},
+		"an enum in another case":        {lookback, map[string]any{"p": "monthly"}},
+		"an enum in another case, again": {lookback, map[string]any{"p": "Monthly"}},
+		"an enum as a number":            {lookback, map[string]any{"p": 1}},
+		"a String as a number":           {explorer, explorerVars("line_item_unblended_cost", 1)},
 		"an Int as a string":             {page, map[string]any{"n": "2"}},
 		"an Int with a fraction":         {page, map[string]any{"n": 2.5}},
 		"an Int with a tiny fraction":    {page, map[string]any{"n": 2.0000001}},
@@ -85,10 +87,14 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 	if calls := e.calls.take(); len(calls) != 0 {
 		t.Errorf("refused variables made upstream calls: %v", calls)
 	}
-	// What the spec coerces runs: the enum values as written, an Int as a
+	// What the spec coerces runs: the enum values as written (the report is
+	// not one of the simulator's, which its field's error says), an Int as a
 	// JSON integer, an ID as a string or an integer, one value for a list
 	// of one (each ID then fails on its own, as an ID this API did not make).
-	e.mustQuery(t, sim.DemoKey, explorer, explorerVars("LINE_ITEM_UNBLENDED_COST", "DAY"), nil)
+	if r := e.query(t, sim.DemoKey, lookback, map[string]any{"p": "MONTHLY"}); r.status != 200 || r.Data == nil || r.code(t) != "BAD_USER_INPUT" {
+		t.Errorf("an enum value as written: %s", r.raw)
+	}
+	e.mustQuery(t, sim.DemoKey, explorer, explorerVars("line_item_unblended_cost", "day"), nil)
 	e.mustQuery(t, sim.DemoKey, page, map[string]any{"n": 2}, nil)
 	// An Int written as a JSON number with a fraction of zero or an
 	// exponent is the integer it is, as graphql-js reads JSON: a client that

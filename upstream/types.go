@@ -296,7 +296,10 @@ type ScheduledNotification struct {
 	IncludeAssistantAnalysis bool       `json:"includeAssistantAnalysis"`
 }
 
-// ExplorerQuery is the body of the four POST Explorer operations.
+// ExplorerQuery is the body of the four POST Explorer operations. The
+// contract leaves the values of GroupBy, CostType and Granularity open, so
+// they are sent as given: the values it shows are "product_product_name",
+// "line_item_unblended_cost" and "day".
 type ExplorerQuery struct {
 	DateRange   DateRange `json:"dateRange"`
 	GroupBy     string    `json:"groupBy"`

@@ -135,7 +135,7 @@ func TestEstimate(t *testing.T) {
 			map[string]any{"ids": relay.BudgetID("a")}, 2},
 		{"nodes found by listing share the list", `{ nodes(ids: ["` + relay.NodeID(relay.TypeRecommendation, "r1") + `", "` +
 			relay.NodeID(relay.TypeRecommendation, "r2") + `", "` + relay.NodeID(relay.TypeUser, "u") + `"]) { id } }`, nil, 2 * cost.MaxScanPages},
-		{"explorer", `{ explorer { __typename dimensionValues(key: "k") { values } summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: LINE_ITEM_UNBLENDED_COST, granularity: DAY}) { servedFromCache } } }`, nil, 2},
+		{"explorer", `{ explorer { __typename dimensionValues(key: "k") { values } summary(query: {dateRange: {start: "2026-01-01", end: "2026-01-31"}, groupBy: "g", costType: "line_item_unblended_cost", granularity: "day"}) { servedFromCache } } }`, nil, 2},
 		{"mutation and its payload", `mutation { createBudget(input: {name: "n", startDate: "2026-01-01", numberOfPeriods: 1, explorerReportId: "r"}) { budget { metrics { variance } } } }`, nil, 2},
 		{"introspection is free", `{ __schema { types { name } } __typename }`, nil, 0},
 		{"fragments count", `{ budgets(first: 3) { ...B } } fragment B on BudgetConnection { nodes { ...M } } fragment M on Budget { metrics { variance } }`, nil, 4},

@@ -2050,30 +2050,37 @@ type Budget implements Node {
   actuals: BudgetActuals
 }
 
-"Where a budget is in its life. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `statusRaw` + "`" + `."
+"""
+Where a budget is in its life. The contract shows these two and leaves the set open: values the upstream adds later
+read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `statusRaw` + "`" + `, and inputs take any other value in their ` + "`" + `statusRaw` + "`" + `.
+"""
 enum BudgetStatus {
   "Being prepared; the status a budget is created with unless told otherwise."
   DRAFT
   "In force: its actuals are tracked against its targets."
   ACTIVE
-  "A value this schema does not know yet; read ` + "`" + `statusRaw` + "`" + `. Not accepted as input."
+  "A value this schema does not know yet; read ` + "`" + `statusRaw` + "`" + `. Not accepted as input: send the value in ` + "`" + `statusRaw` + "`" + `."
   UNKNOWN
 }
 
-"What a budget or planning row targets. Values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `targetTypeRaw` + "`" + `."
+"""
+What a budget or planning row targets. The contract leaves the set open: values the upstream adds later read as
+` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `targetTypeRaw` + "`" + `, and inputs take any other value in their ` + "`" + `targetTypeRaw` + "`" + `.
+"""
 enum TargetType {
   "A budget as a whole: the value budgets carry."
   BUDGET
   "A row of a budget's planning grid: the value planning rows carry."
   PLANNING_ITEM
-  "A value this schema does not know yet; read ` + "`" + `targetTypeRaw` + "`" + `. Not accepted as input."
+  "A value this schema does not know yet; read ` + "`" + `targetTypeRaw` + "`" + `. Not accepted as input: send the value in ` + "`" + `targetTypeRaw` + "`" + `."
   UNKNOWN
 }
 
 """
 The length of a budget's periods. The contract shows ` + "`" + `MONTHLY` + "`" + `; ` + "`" + `QUARTERLY` + "`" + ` and ` + "`" + `YEARLY` + "`" + ` are the other lengths the
-simulator takes, and an upstream that does not take them refuses them (in ` + "`" + `userErrors` + "`" + `). Values the upstream adds
-later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `periodRaw` + "`" + `.
+simulator takes, and an upstream that does not take them refuses them (in ` + "`" + `userErrors` + "`" + `). The contract leaves the set
+open: values the upstream adds later read as ` + "`" + `UNKNOWN` + "`" + `, with the value in ` + "`" + `periodRaw` + "`" + `, and inputs take any other
+value in their ` + "`" + `periodRaw` + "`" + `.
 """
 enum BudgetPeriod {
   "One calendar month."
@@ -2082,7 +2089,7 @@ enum BudgetPeriod {
   QUARTERLY
   "Twelve calendar months."
   YEARLY
-  "A value this schema does not know yet; read ` + "`" + `periodRaw` + "`" + `. Not accepted as input."
+  "A value this schema does not know yet; read ` + "`" + `periodRaw` + "`" + `. Not accepted as input: send the value in ` + "`" + `periodRaw` + "`" + `."
   UNKNOWN
 }
 
@@ -2232,8 +2239,10 @@ input BudgetLookbackInput {
   explorerReportId: String!
   "The date whose preceding months are looked back on; its month counts."
   startDate: Date!
-  "The length of the budget's periods; accepted and checked by the upstream."
+  "The length of the budget's periods; accepted and checked by the upstream. Not with ` + "`" + `periodRaw` + "`" + `."
   period: BudgetPeriod
+  "` + "`" + `period` + "`" + ` as the upstream's own string, sent as given: for a length ` + "`" + `BudgetPeriod` + "`" + ` does not list. Not empty; not with ` + "`" + `period` + "`" + `."
+  periodRaw: String
   "How many months to look back; the upstream's default (3 in the simulator) when left out."
   lookbackPeriod: Int
   "The number of the budget's periods; accepted and checked by the upstream."
@@ -2307,12 +2316,18 @@ input CreateBudgetInput {
   numberOfPeriods: Int!
   "The REST id of the Explorer report to base the budget on (` + "`" + `ExplorerReport.upstreamId` + "`" + `)."
   explorerReportId: String!
-  "The length of a period; MONTHLY when left out."
+  "The length of a period; MONTHLY when left out (and ` + "`" + `periodRaw` + "`" + ` too)."
   period: BudgetPeriod
-  "DRAFT when left out."
+  "` + "`" + `period` + "`" + ` as the upstream's own string, sent as given: for a length ` + "`" + `BudgetPeriod` + "`" + ` does not list. Not empty; not with ` + "`" + `period` + "`" + `."
+  periodRaw: String
+  "DRAFT when left out (and ` + "`" + `statusRaw` + "`" + ` too)."
   status: BudgetStatus
-  "BUDGET when left out."
+  "` + "`" + `status` + "`" + ` as the upstream's own string, sent as given: for a status ` + "`" + `BudgetStatus` + "`" + ` does not list. Not empty; not with ` + "`" + `status` + "`" + `."
+  statusRaw: String
+  "BUDGET when left out (and ` + "`" + `targetTypeRaw` + "`" + ` too)."
   targetType: TargetType
+  "` + "`" + `targetType` + "`" + ` as the upstream's own string, sent as given: for a value ` + "`" + `TargetType` + "`" + ` does not list. Not empty; not with ` + "`" + `targetType` + "`" + `."
+  targetTypeRaw: String
   "How many months before the start to derive the targets from; the upstream's default when left out."
   lookbackPeriod: Int
   "Any JSON value, at most 32 deep and 64 KB (the contract does not give the type)."
@@ -2352,8 +2367,12 @@ input UpdateBudgetInput {
   name: String
   "The new status; null is refused."
   status: BudgetStatus
+  "The new status as the upstream's own string, sent as given: for a status ` + "`" + `BudgetStatus` + "`" + ` does not list. Not empty; not with ` + "`" + `status` + "`" + `; null is refused."
+  statusRaw: String
   "The new period length; null is refused."
   period: BudgetPeriod
+  "The new period length as the upstream's own string, sent as given: for a length ` + "`" + `BudgetPeriod` + "`" + ` does not list. Not empty; not with ` + "`" + `period` + "`" + `; null is refused."
+  periodRaw: String
   "The new number of periods, at least 1; null is refused."
   numberOfPeriods: Int
   "The new first day of the first period; null is refused."
@@ -2362,6 +2381,8 @@ input UpdateBudgetInput {
   explorerReportId: String
   "The new target type; null is refused."
   targetType: TargetType
+  "The new target type as the upstream's own string, sent as given: for a value ` + "`" + `TargetType` + "`" + ` does not list. Not empty; not with ` + "`" + `targetType` + "`" + `; null is refused."
+  targetTypeRaw: String
   "The new lookback in months; null restores the upstream's default."
   lookbackPeriod: Int
   "Any JSON value, at most 32 deep and 64 KB; null clears it."
@@ -2410,8 +2431,7 @@ type DeleteBudgetPayload {
   userErrors: [UserError!]!
 }
 
-"Changes. Each is one upstream call, plus what the selection of its ` + "`" + `budget` + "`" + ` needs."
-type Mutation {
+extend type Mutation {
   "Creates a budget (` + "`" + `createBudget` + "`" + `), exactly once however often it is retried with the same ` + "`" + `idempotencyKey` + "`" + `."
   createBudget(
     "The budget to create."
@@ -2433,12 +2453,22 @@ type Mutation {
 input ExplorerQueryInput {
   "The days to cover, both ends included."
   dateRange: DateRangeInput!
-  "The name of a cost dimension column to group by, such as ` + "`" + `product_product_name` + "`" + ` (service) or ` + "`" + `billing_account_name` + "`" + ` (account)."
+  "The name of a cost dimension column to group by, such as ` + "`" + `product_product_name` + "`" + ` (service) or ` + "`" + `billing_account_name` + "`" + ` (account). Sent as given; not empty."
   groupBy: String!
-  "The cost measure to sum."
-  costType: CostType!
-  "The size of a time bucket."
-  granularity: Granularity!
+  """
+  The name of the cost measure column to sum, sent to the upstream as given: the contract shows
+  ` + "`" + `line_item_unblended_cost` + "`" + ` (the cost as billed) and leaves the set open. Other columns of a cost and usage report
+  are ` + "`" + `line_item_blended_cost` + "`" + `, ` + "`" + `line_item_net_unblended_cost` + "`" + ` (after discounts) and ` + "`" + `line_item_amortized_cost` + "`" + `
+  (upfront fees spread over the periods they cover); an upstream that has no such column refuses it
+  (BAD_USER_INPUT, with its message). Not empty.
+  """
+  costType: String!
+  """
+  The size of a time bucket, sent to the upstream as given: the contract shows ` + "`" + `day` + "`" + ` and leaves the set open. Other
+  sizes are ` + "`" + `week` + "`" + ` (an ISO week, from Monday) and ` + "`" + `month` + "`" + ` (a calendar month); an upstream that does not take a size
+  refuses it (BAD_USER_INPUT, with its message). Not empty.
+  """
+  granularity: String!
   "Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB, and 256 KB with the request's other JSON values."
   filters: [JSON!]! = []
 }
@@ -2449,30 +2479,6 @@ input DateRangeInput {
   start: Date!
   "The last day, not before ` + "`" + `start` + "`" + `."
   end: Date!
-}
-
-"""
-The cost measure of an Explorer query: a column of the cost table. The contract names
-` + "`" + `line_item_unblended_cost` + "`" + `; the other two are the usual columns of a cost and usage report, which an upstream that
-does not have them refuses (BAD_USER_INPUT).
-"""
-enum CostType {
-  "` + "`" + `line_item_unblended_cost` + "`" + `: the cost as billed, before discounts."
-  LINE_ITEM_UNBLENDED_COST
-  "` + "`" + `line_item_net_unblended_cost` + "`" + `: the unblended cost after discounts."
-  LINE_ITEM_NET_UNBLENDED_COST
-  "` + "`" + `line_item_amortized_cost` + "`" + `: upfront fees spread over the periods they cover."
-  LINE_ITEM_AMORTIZED_COST
-}
-
-"The size of an Explorer query's time buckets."
-enum Granularity {
-  "One day."
-  DAY
-  "One ISO week, from Monday."
-  WEEK
-  "One calendar month."
-  MONTH
 }
 
 """
@@ -2889,17 +2895,6 @@ extend type Query {
 }
 `, BuiltIn: false},
 	{Name: "../relay.graphqls", Input: `"""
-An object with a global ID, which ` + "`" + `node` + "`" + ` and ` + "`" + `nodes` + "`" + ` refetch and normalized caches key on. Budgets and planning rows
-are refetched with one upstream call; the objects the upstream can only list (recommendations, anomalies, scheduled
-notifications, and the users and Explorer reports that budgets embed) are found on the first 5 pages of their list
-(5 upstream calls at most, of 200 records at most: fewer when the upstream applies a smaller page).
-"""
-interface Node {
-  "Opaque global ID. Do not parse it: its encoding may change."
-  id: ID!
-}
-
-"""
 Where a page of a connection stands.
 
 The upstream REST API pages forwards only, with opaque cursors, so connections take ` + "`" + `first` + "`" + ` and ` + "`" + `after` + "`" + ` and
@@ -2918,36 +2913,6 @@ type PageInfo {
   records before the list ends) has no edges, ` + "`" + `hasNextPage` + "`" + ` true and this cursor, which goes on after them.
   """
   endCursor: String
-}
-
-"What an operation costs in upstream calls, as the limits estimate it before any call."
-type QueryCost {
-  "The upstream calls this operation is estimated to make at most."
-  estimatedUpstreamCalls: Int!
-  "The most an operation may be estimated to make (-max-cost); null when there is no limit."
-  maxUpstreamCalls: Int
-}
-
-"""
-Reads. Each field says which upstream operation it calls; every response's ` + "`" + `extensions.cost` + "`" + ` says how many calls
-the operation was estimated to make and made.
-"""
-type Query {
-  "Refetches any object by global ID; null (with a NOT_FOUND error) when it does not exist or is not yours."
-  node(
-    "The object's global ID (` + "`" + `id` + "`" + `)."
-    id: ID!
-  ): Node
-  "Refetches up to 100 objects by global ID, in the order given; a failing ID is null with its own error."
-  nodes(
-    "The objects' global IDs, at most 100."
-    ids: [ID!]!
-  ): [Node]!
-  """
-  What this operation costs in upstream calls, before any is made: the same figure every response carries in
-  ` + "`" + `extensions.cost` + "`" + `, for clients that want it in data.
-  """
-  cost: QueryCost!
 }
 `, BuiltIn: false},
 	{Name: "../scalars.graphqls", Input: `"A calendar date, ` + "`" + `YYYY-MM-DD` + "`" + `, with no time zone. Anything else is rejected."
@@ -2971,9 +2936,68 @@ scalar JSON @specifiedBy(url: "https://www.rfc-editor.org/rfc/rfc8259")
 """
 A 64-bit signed integer, written as a string of decimal digits (` + "`" + `"2147483648"` + "`" + `), from -9223372036854775808 to
 9223372036854775807: a JSON number above 2^53 loses precision in JavaScript. Input takes the string, or an integer.
-(No published scalar specification writes 64-bit integers as strings, so this description is its specification.)
+No published scalar specification writes 64-bit integers as strings, so the gateway publishes its own, in its
+schema documentation (` + "`" + `@specifiedBy` + "`" + `).
 """
-scalar Int64
+scalar Int64 @specifiedBy(url: "https://github.com/costgw/gateway/blob/main/docs/schema.md#int64")
+`, BuiltIn: false},
+	{Name: "../schema.graphqls", Input: `# The schema's root: its operation types, the Node interface and what every
+# area shares. Each area's file (budgets, explorer, insights, notifications,
+# relay) adds its root fields with ` + "`" + `extend type Query` + "`" + ` and
+# ` + "`" + `extend type Mutation` + "`" + `; the scalars are in scalars.graphqls.
+#
+# Directives of the whole schema are declared here. It has none of its own:
+# @defer (gqlgen's), @include, @skip, @deprecated and @specifiedBy are
+# GraphQL's built-ins.
+
+schema {
+  query: Query
+  mutation: Mutation
+}
+
+"""
+Reads. Each field says which upstream operation it calls; every response's ` + "`" + `extensions.cost` + "`" + ` says how many calls
+the operation was estimated to make and made.
+"""
+type Query {
+  "Refetches any object by global ID; null (with a NOT_FOUND error) when it does not exist or is not yours."
+  node(
+    "The object's global ID (` + "`" + `id` + "`" + `)."
+    id: ID!
+  ): Node
+  "Refetches up to 100 objects by global ID, in the order given; a failing ID is null with its own error."
+  nodes(
+    "The objects' global IDs, at most 100."
+    ids: [ID!]!
+  ): [Node]!
+  """
+  What this operation costs in upstream calls, before any is made: the same figure every response carries in
+  ` + "`" + `extensions.cost` + "`" + `, for clients that want it in data.
+  """
+  cost: QueryCost!
+}
+
+"Changes. Each is one upstream call, plus what the selection of its ` + "`" + `budget` + "`" + ` needs."
+type Mutation
+
+"""
+An object with a global ID, which ` + "`" + `node` + "`" + ` and ` + "`" + `nodes` + "`" + ` refetch and normalized caches key on. Budgets and planning rows
+are refetched with one upstream call; the objects the upstream can only list (recommendations, anomalies, scheduled
+notifications, and the users and Explorer reports that budgets embed) are found on the first 5 pages of their list
+(5 upstream calls at most, of 200 records at most: fewer when the upstream applies a smaller page).
+"""
+interface Node {
+  "Opaque global ID. Do not parse it: its encoding may change."
+  id: ID!
+}
+
+"What an operation costs in upstream calls, as the limits estimate it before any call."
+type QueryCost {
+  "The upstream calls this operation is estimated to make at most."
+  estimatedUpstreamCalls: Int!
+  "The most an operation may be estimated to make (-max-cost); null when there is no limit."
+  maxUpstreamCalls: Int
+}
 `, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -8340,7 +8364,7 @@ func (ec *executionContext) unmarshalInputBudgetLookbackInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"explorerReportId", "startDate", "period", "lookbackPeriod", "numberOfPeriods"}
+	fieldsInOrder := [...]string{"explorerReportId", "startDate", "period", "periodRaw", "lookbackPeriod", "numberOfPeriods"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -8368,6 +8392,13 @@ func (ec *executionContext) unmarshalInputBudgetLookbackInput(ctx context.Contex
 				return it, err
 			}
 			it.Period = graphql.OmittableOf(data)
+		case "periodRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("periodRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PeriodRaw = graphql.OmittableOf(data)
 		case "lookbackPeriod":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lookbackPeriod"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -8398,7 +8429,7 @@ func (ec *executionContext) unmarshalInputCreateBudgetInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "startDate", "numberOfPeriods", "explorerReportId", "period", "status", "targetType", "lookbackPeriod", "budgetType", "startingValue", "customStartingValue", "growthRate", "normalizationPeriod", "idempotencyKey"}
+	fieldsInOrder := [...]string{"name", "startDate", "numberOfPeriods", "explorerReportId", "period", "periodRaw", "status", "statusRaw", "targetType", "targetTypeRaw", "lookbackPeriod", "budgetType", "startingValue", "customStartingValue", "growthRate", "normalizationPeriod", "idempotencyKey"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -8440,6 +8471,13 @@ func (ec *executionContext) unmarshalInputCreateBudgetInput(ctx context.Context,
 				return it, err
 			}
 			it.Period = graphql.OmittableOf(data)
+		case "periodRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("periodRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PeriodRaw = graphql.OmittableOf(data)
 		case "status":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
 			data, err := ec.unmarshalOBudgetStatus2ᚖstring(ctx, v)
@@ -8447,6 +8485,13 @@ func (ec *executionContext) unmarshalInputCreateBudgetInput(ctx context.Context,
 				return it, err
 			}
 			it.Status = graphql.OmittableOf(data)
+		case "statusRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusRaw = graphql.OmittableOf(data)
 		case "targetType":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetType"))
 			data, err := ec.unmarshalOTargetType2ᚖstring(ctx, v)
@@ -8454,6 +8499,13 @@ func (ec *executionContext) unmarshalInputCreateBudgetInput(ctx context.Context,
 				return it, err
 			}
 			it.TargetType = graphql.OmittableOf(data)
+		case "targetTypeRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeRaw = graphql.OmittableOf(data)
 		case "lookbackPeriod":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lookbackPeriod"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -8613,14 +8665,14 @@ func (ec *executionContext) unmarshalInputExplorerQueryInput(ctx context.Context
 			it.GroupBy = data
 		case "costType":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("costType"))
-			data, err := ec.unmarshalNCostType2string(ctx, v)
+			data, err := ec.unmarshalNString2string(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.CostType = data
 		case "granularity":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("granularity"))
-			data, err := ec.unmarshalNGranularity2string(ctx, v)
+			data, err := ec.unmarshalNString2string(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -8648,7 +8700,7 @@ func (ec *executionContext) unmarshalInputUpdateBudgetInput(ctx context.Context,
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "status", "period", "numberOfPeriods", "startDate", "explorerReportId", "targetType", "lookbackPeriod", "budgetType", "startingValue", "customStartingValue", "growthRate", "normalizationPeriod", "idempotencyKey"}
+	fieldsInOrder := [...]string{"id", "name", "status", "statusRaw", "period", "periodRaw", "numberOfPeriods", "startDate", "explorerReportId", "targetType", "targetTypeRaw", "lookbackPeriod", "budgetType", "startingValue", "customStartingValue", "growthRate", "normalizationPeriod", "idempotencyKey"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -8676,6 +8728,13 @@ func (ec *executionContext) unmarshalInputUpdateBudgetInput(ctx context.Context,
 				return it, err
 			}
 			it.Status = graphql.OmittableOf(data)
+		case "statusRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("statusRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.StatusRaw = graphql.OmittableOf(data)
 		case "period":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("period"))
 			data, err := ec.unmarshalOBudgetPeriod2ᚖstring(ctx, v)
@@ -8683,6 +8742,13 @@ func (ec *executionContext) unmarshalInputUpdateBudgetInput(ctx context.Context,
 				return it, err
 			}
 			it.Period = graphql.OmittableOf(data)
+		case "periodRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("periodRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PeriodRaw = graphql.OmittableOf(data)
 		case "numberOfPeriods":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("numberOfPeriods"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -8711,6 +8777,13 @@ func (ec *executionContext) unmarshalInputUpdateBudgetInput(ctx context.Context,
 				return it, err
 			}
 			it.TargetType = graphql.OmittableOf(data)
+		case "targetTypeRaw":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeRaw"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeRaw = graphql.OmittableOf(data)
 		case "lookbackPeriod":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("lookbackPeriod"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -15312,22 +15385,6 @@ func (ec *executionContext) marshalNBudgetStatus2string(ctx context.Context, sel
 	return res
 }
 
-func (ec *executionContext) unmarshalNCostType2string(ctx context.Context, v any) (string, error) {
-	res, err := model.UnmarshalCostType(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNCostType2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
-	_ = sel
-	res := model.MarshalCostType(v)
-	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-	}
-	return res
-}
-
 func (ec *executionContext) unmarshalNCreateBudgetInput2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐCreateBudgetInput(ctx context.Context, v any) (model.CreateBudgetInput, error) {
 	res, err := ec.unmarshalInputCreateBudgetInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -15463,22 +15520,6 @@ func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) 
 func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
 	_ = sel
 	res := model.MarshalFloat(v)
-	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-	}
-	return res
-}
-
-func (ec *executionContext) unmarshalNGranularity2string(ctx context.Context, v any) (string, error) {
-	res, err := model.UnmarshalGranularity(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNGranularity2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
-	_ = sel
-	res := model.MarshalGranularity(v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")

@@ -19,7 +19,7 @@ func TestCheckVariablesAllocatesNothingWhenValid(t *testing.T) {
 }`)
 	var vars map[string]any
 	d := json.NewDecoder(strings.NewReader(`{"q": {"dateRange": {"start": "2026-10-01", "end": "2026-10-31"},
-  "groupBy": "product_product_name", "costType": "LINE_ITEM_UNBLENDED_COST", "granularity": "DAY", "filters": [{"a": 1}]},
+  "groupBy": "product_product_name", "costType": "line_item_unblended_cost", "granularity": "day", "filters": [{"a": 1}]},
   "ids": ["QnVkZ2V0OjE=", "QnVkZ2V0OjI=", 7], "n": 20}`))
 	d.UseNumber()
 	if err := d.Decode(&vars); err != nil {

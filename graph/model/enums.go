@@ -13,15 +13,14 @@ import (
 // Enum maps a GraphQL enum's values to the strings the upstream sends, for
 // the enums bound to functions in gqlgen.yml: the records keep the
 // upstream's strings, and only marshalling maps them. A string the upstream
-// adds later reads as UNKNOWN (its …Raw sibling field has the string).
+// adds later reads as UNKNOWN (its …Raw sibling field has the string). The
+// contract leaves every one of these sets open, so an input that takes one
+// has a …Raw sibling too, for a string the enum does not list.
 type Enum struct {
 	// Name is the GraphQL enum's name.
 	Name string
 	// Values maps each GraphQL value to its upstream string.
 	Values map[string]string
-	// Unknown says whether the enum has an UNKNOWN member for strings it
-	// does not know; an input-only enum has none.
-	Unknown bool
 
 	out   map[string]enumOut // lower-cased upstream string → its value
 	exact map[string]enumOut // the upstream string as listed → its value
@@ -37,8 +36,8 @@ type enumOut struct {
 // schema does not know yet.
 const unknownValue = "UNKNOWN"
 
-func newEnum(name string, unknown bool, pairs ...string) *Enum {
-	e := &Enum{Name: name, Values: map[string]string{}, Unknown: unknown, out: map[string]enumOut{}, exact: map[string]enumOut{}}
+func newEnum(name string, pairs ...string) *Enum {
+	e := &Enum{Name: name, Values: map[string]string{}, out: map[string]enumOut{}, exact: map[string]enumOut{}}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		e.Values[pairs[i]] = pairs[i+1]
 		o := quoted(pairs[i])
@@ -75,7 +74,8 @@ func (e *Enum) marshal(v string) graphql.Marshaler { return e.value(v).m }
 func (e *Enum) append(b []byte, v string) []byte { return append(b, e.value(v).quoted...) }
 
 // unmarshal returns the upstream string of a GraphQL value. UNKNOWN stands
-// for what the schema does not know, so it cannot be sent.
+// for what the schema does not know, so it cannot be sent: the input's …Raw
+// sibling takes the string itself.
 func (e *Enum) unmarshal(v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
@@ -85,7 +85,7 @@ func (e *Enum) unmarshal(v any) (string, error) {
 		return w, nil
 	}
 	if s == unknownValue {
-		return "", codes.Errorf(codes.BadUserInput, "%s UNKNOWN stands for values this schema does not know; it cannot be sent", e.Name)
+		return "", codes.Errorf(codes.BadUserInput, "%s UNKNOWN stands for values this schema does not know; it cannot be sent: send the string itself in the input field of the same name ending in Raw", e.Name)
 	}
 	return "", codes.Errorf(codes.BadUserInput, "%q is not a value of %s", s, e.Name)
 }
@@ -93,20 +93,17 @@ func (e *Enum) unmarshal(v any) (string, error) {
 // Enums lists every enum bound to functions, for the test that holds them
 // to the schema.
 var Enums = []*Enum{budgetStatus, targetType, budgetPeriod, implementationEffort, detectionSource, scheduleType,
-	recurrenceFrequency, notificationStatus, costType, granularity}
+	recurrenceFrequency, notificationStatus}
 
 var (
-	budgetStatus         = newEnum("BudgetStatus", true, "DRAFT", "DRAFT", "ACTIVE", "ACTIVE")
-	targetType           = newEnum("TargetType", true, "BUDGET", "BUDGET", "PLANNING_ITEM", "PLANNING_ITEM")
-	budgetPeriod         = newEnum("BudgetPeriod", true, "MONTHLY", "MONTHLY", "QUARTERLY", "QUARTERLY", "YEARLY", "YEARLY")
-	implementationEffort = newEnum("ImplementationEffort", true, "LOW", "Low", "MEDIUM", "Medium", "HIGH", "High")
-	detectionSource      = newEnum("DetectionSource", true, "AWS", "aws")
-	scheduleType         = newEnum("ScheduleType", true, "RECURRING", "recurring")
-	recurrenceFrequency  = newEnum("RecurrenceFrequency", true, "DAILY", "daily", "WEEKLY", "weekly", "MONTHLY", "monthly")
-	notificationStatus   = newEnum("NotificationStatus", true, "PENDING", "pending", "SENT", "sent", "FAILED", "failed")
-	costType             = newEnum("CostType", false, "LINE_ITEM_UNBLENDED_COST", "line_item_unblended_cost",
-		"LINE_ITEM_NET_UNBLENDED_COST", "line_item_net_unblended_cost", "LINE_ITEM_AMORTIZED_COST", "line_item_amortized_cost")
-	granularity = newEnum("Granularity", false, "DAY", "day", "WEEK", "week", "MONTH", "month")
+	budgetStatus         = newEnum("BudgetStatus", "DRAFT", "DRAFT", "ACTIVE", "ACTIVE")
+	targetType           = newEnum("TargetType", "BUDGET", "BUDGET", "PLANNING_ITEM", "PLANNING_ITEM")
+	budgetPeriod         = newEnum("BudgetPeriod", "MONTHLY", "MONTHLY", "QUARTERLY", "QUARTERLY", "YEARLY", "YEARLY")
+	implementationEffort = newEnum("ImplementationEffort", "LOW", "Low", "MEDIUM", "Medium", "HIGH", "High")
+	detectionSource      = newEnum("DetectionSource", "AWS", "aws")
+	scheduleType         = newEnum("ScheduleType", "RECURRING", "recurring")
+	recurrenceFrequency  = newEnum("RecurrenceFrequency", "DAILY", "daily", "WEEKLY", "weekly", "MONTHLY", "monthly")
+	notificationStatus   = newEnum("NotificationStatus", "PENDING", "pending", "SENT", "sent", "FAILED", "failed")
 )
 
 // The gqlgen bindings of the enums: each marshals an upstream string and
@@ -128,10 +125,6 @@ func MarshalRecurrenceFrequency(v string) graphql.Marshaler  { return recurrence
 func UnmarshalRecurrenceFrequency(v any) (string, error)     { return recurrenceFrequency.unmarshal(v) }
 func MarshalNotificationStatus(v string) graphql.Marshaler   { return notificationStatus.marshal(v) }
 func UnmarshalNotificationStatus(v any) (string, error)      { return notificationStatus.unmarshal(v) }
-func MarshalCostType(v string) graphql.Marshaler             { return costType.marshal(v) }
-func UnmarshalCostType(v any) (string, error)                { return costType.unmarshal(v) }
-func MarshalGranularity(v string) graphql.Marshaler          { return granularity.marshal(v) }
-func UnmarshalGranularity(v any) (string, error)             { return granularity.unmarshal(v) }
 
 // The executor's appenders of the enums (internal/gqlgen): each appends what
 // its Marshal function writes.
@@ -144,5 +137,3 @@ func AppendDetectionSource(b []byte, v string) []byte      { return detectionSou
 func AppendScheduleType(b []byte, v string) []byte         { return scheduleType.append(b, v) }
 func AppendRecurrenceFrequency(b []byte, v string) []byte  { return recurrenceFrequency.append(b, v) }
 func AppendNotificationStatus(b []byte, v string) []byte   { return notificationStatus.append(b, v) }
-func AppendCostType(b []byte, v string) []byte             { return costType.append(b, v) }
-func AppendGranularity(b []byte, v string) []byte          { return granularity.append(b, v) }

@@ -68,8 +68,10 @@ type BudgetLookbackInput struct {
 	ExplorerReportID string `json:"explorerReportId"`
 	// The date whose preceding months are looked back on; its month counts.
 	StartDate upstream.Date `json:"startDate"`
-	// The length of the budget's periods; accepted and checked by the upstream.
+	// The length of the budget's periods; accepted and checked by the upstream. Not with `periodRaw`.
 	Period graphql.Omittable[*string] `json:"period,omitempty"`
+	// `period` as the upstream's own string, sent as given: for a length `BudgetPeriod` does not list. Not empty; not with `period`.
+	PeriodRaw graphql.Omittable[*string] `json:"periodRaw,omitempty"`
 	// How many months to look back; the upstream's default (3 in the simulator) when left out.
 	LookbackPeriod graphql.Omittable[*int] `json:"lookbackPeriod,omitempty"`
 	// The number of the budget's periods; accepted and checked by the upstream.
@@ -86,12 +88,18 @@ type CreateBudgetInput struct {
 	NumberOfPeriods int `json:"numberOfPeriods"`
 	// The REST id of the Explorer report to base the budget on (`ExplorerReport.upstreamId`).
 	ExplorerReportID string `json:"explorerReportId"`
-	// The length of a period; MONTHLY when left out.
+	// The length of a period; MONTHLY when left out (and `periodRaw` too).
 	Period graphql.Omittable[*string] `json:"period,omitempty"`
-	// DRAFT when left out.
+	// `period` as the upstream's own string, sent as given: for a length `BudgetPeriod` does not list. Not empty; not with `period`.
+	PeriodRaw graphql.Omittable[*string] `json:"periodRaw,omitempty"`
+	// DRAFT when left out (and `statusRaw` too).
 	Status graphql.Omittable[*string] `json:"status,omitempty"`
-	// BUDGET when left out.
+	// `status` as the upstream's own string, sent as given: for a status `BudgetStatus` does not list. Not empty; not with `status`.
+	StatusRaw graphql.Omittable[*string] `json:"statusRaw,omitempty"`
+	// BUDGET when left out (and `targetTypeRaw` too).
 	TargetType graphql.Omittable[*string] `json:"targetType,omitempty"`
+	// `targetType` as the upstream's own string, sent as given: for a value `TargetType` does not list. Not empty; not with `targetType`.
+	TargetTypeRaw graphql.Omittable[*string] `json:"targetTypeRaw,omitempty"`
 	// How many months before the start to derive the targets from; the upstream's default when left out.
 	LookbackPeriod graphql.Omittable[*int] `json:"lookbackPeriod,omitempty"`
 	// Any JSON value, at most 32 deep and 64 KB (the contract does not give the type).
@@ -153,11 +161,17 @@ type DeleteBudgetPayload struct {
 type ExplorerQueryInput struct {
 	// The days to cover, both ends included.
 	DateRange *DateRangeInput `json:"dateRange"`
-	// The name of a cost dimension column to group by, such as `product_product_name` (service) or `billing_account_name` (account).
+	// The name of a cost dimension column to group by, such as `product_product_name` (service) or `billing_account_name` (account). Sent as given; not empty.
 	GroupBy string `json:"groupBy"`
-	// The cost measure to sum.
+	// The name of the cost measure column to sum, sent to the upstream as given: the contract shows
+	// `line_item_unblended_cost` (the cost as billed) and leaves the set open. Other columns of a cost and usage report
+	// are `line_item_blended_cost`, `line_item_net_unblended_cost` (after discounts) and `line_item_amortized_cost`
+	// (upfront fees spread over the periods they cover); an upstream that has no such column refuses it
+	// (BAD_USER_INPUT, with its message). Not empty.
 	CostType string `json:"costType"`
-	// The size of a time bucket.
+	// The size of a time bucket, sent to the upstream as given: the contract shows `day` and leaves the set open. Other
+	// sizes are `week` (an ISO week, from Monday) and `month` (a calendar month); an upstream that does not take a size
+	// refuses it (BAD_USER_INPUT, with its message). Not empty.
 	Granularity string `json:"granularity"`
 	// Filter items, passed to the upstream as given (the contract does not give their shape); each at most 32 deep and 64 KB, and 256 KB with the request's other JSON values.
 	Filters []json.RawMessage `json:"filters"`
@@ -283,8 +297,12 @@ type UpdateBudgetInput struct {
 	Name graphql.Omittable[*string] `json:"name,omitempty"`
 	// The new status; null is refused.
 	Status graphql.Omittable[*string] `json:"status,omitempty"`
+	// The new status as the upstream's own string, sent as given: for a status `BudgetStatus` does not list. Not empty; not with `status`; null is refused.
+	StatusRaw graphql.Omittable[*string] `json:"statusRaw,omitempty"`
 	// The new period length; null is refused.
 	Period graphql.Omittable[*string] `json:"period,omitempty"`
+	// The new period length as the upstream's own string, sent as given: for a length `BudgetPeriod` does not list. Not empty; not with `period`; null is refused.
+	PeriodRaw graphql.Omittable[*string] `json:"periodRaw,omitempty"`
 	// The new number of periods, at least 1; null is refused.
 	NumberOfPeriods graphql.Omittable[*int] `json:"numberOfPeriods,omitempty"`
 	// The new first day of the first period; null is refused.
@@ -293,6 +311,8 @@ type UpdateBudgetInput struct {
 	ExplorerReportID graphql.Omittable[*string] `json:"explorerReportId,omitempty"`
 	// The new target type; null is refused.
 	TargetType graphql.Omittable[*string] `json:"targetType,omitempty"`
+	// The new target type as the upstream's own string, sent as given: for a value `TargetType` does not list. Not empty; not with `targetType`; null is refused.
+	TargetTypeRaw graphql.Omittable[*string] `json:"targetTypeRaw,omitempty"`
 	// The new lookback in months; null restores the upstream's default.
 	LookbackPeriod graphql.Omittable[*int] `json:"lookbackPeriod,omitempty"`
 	// Any JSON value, at most 32 deep and 64 KB; null clears it.

@@ -234,9 +234,11 @@ func TestJSONOutputBounds(t *testing.T) {
 	}
 }
 
+// Int64 is as its specification (docs/schema.md, "Int64") says.
 func TestInt64(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[any]int64{"9223372036854775807": 1<<63 - 1, "-42": -42, json.Number("2147483648"): 1 << 31, int64(7): 7} {
+	for in, want := range map[any]int64{"9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63, "-42": -42,
+		"+5": 5, "007": 7, json.Number("2147483648"): 1 << 31, int64(7): 7} {
 		n, err := UnmarshalInt64(in)
 		if err != nil || n != want {
 			t.Errorf("UnmarshalInt64(%#v) = %d, %v, want %d", in, n, err, want)
@@ -245,7 +247,8 @@ func TestInt64(t *testing.T) {
 	if got := printed(MarshalInt64(1 << 40)); got != `"1099511627776"` {
 		t.Errorf("MarshalInt64 = %s", got)
 	}
-	for _, in := range []any{"9223372036854775808", "1.5", "", " 1", true, 1.5, nil} {
+	for _, in := range []any{"9223372036854775808", "-9223372036854775809", "1.5", "1e3", "1_000", "", " 1", "0x10",
+		json.Number("2.0"), json.Number("2e3"), true, 1.5, nil, []any{"1"}, map[string]any{}} {
 		if _, err := UnmarshalInt64(in); err == nil {
 			t.Errorf("UnmarshalInt64(%#v) passed", in)
 		} else {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
@@ -149,4 +150,36 @@ func targetItems(m map[string]float64) []model.TargetItem {
 	}
 	slices.SortFunc(out, func(a, b model.TargetItem) int { return strings.Compare(a.DimensionValue, b.DimensionValue) })
 	return out
+}
+
+// openValue returns the upstream string of an input whose value set the
+// contract leaves open (docs/schema.md, "Open value sets"): the enum
+// field's (known), or its …Raw sibling's (raw), which is sent as given.
+// Both together are refused, and so is an empty raw string: it names no
+// value, and a create or lookback body would leave it out, so that it
+// would silently take the upstream's default. nil is a field left out.
+func openValue(known, raw *string, field string) (*string, error) {
+	switch {
+	case raw == nil:
+		return known, nil
+	case known != nil:
+		return nil, fmt.Errorf("give %s or %sRaw, not both", field, field)
+	case *raw == "":
+		return nil, fmt.Errorf("%sRaw is empty: give the upstream's value, or leave it out", field)
+	}
+	return raw, nil
+}
+
+// lookbackRequest is the upstream body of a budgetLookback.
+func lookbackRequest(in model.BudgetLookbackInput) (*upstream.LookbackRequest, error) {
+	req := &upstream.LookbackRequest{ExplorerReportID: in.ExplorerReportID, StartDate: in.StartDate,
+		LookbackPeriod: in.LookbackPeriod.Value(), NumberOfPeriods: in.NumberOfPeriods.Value()}
+	period, err := openValue(in.Period.Value(), in.PeriodRaw.Value(), "period")
+	if err != nil {
+		return nil, codes.Errorf(codes.BadUserInput, "input: %v", err)
+	}
+	if period != nil {
+		req.Period = *period
+	}
+	return req, nil
 }

@@ -120,12 +120,10 @@ func (r queryResolver) Budget(ctx context.Context, id string) (*upstream.Budget,
 }
 
 func (r queryResolver) BudgetLookback(ctx context.Context, input model.BudgetLookbackInput) (*upstream.Lookback, error) {
-	req := &upstream.LookbackRequest{ExplorerReportID: input.ExplorerReportID, StartDate: input.StartDate}
-	if v := input.Period.Value(); v != nil {
-		req.Period = *v
+	req, err := lookbackRequest(input)
+	if err != nil {
+		return nil, err
 	}
-	req.LookbackPeriod = input.LookbackPeriod.Value()
-	req.NumberOfPeriods = input.NumberOfPeriods.Value()
 	return r.Client.Budgets.Lookback(ctx, req)
 }
 
@@ -143,8 +141,6 @@ func (r *Resolver) ExplorerReport() generated.ExplorerReportResolver {
 	return explorerReportResolver{r}
 }
 
-func (r *Resolver) Mutation() generated.MutationResolver { return mutationResolver{r} }
-
 func (r *Resolver) Planning() generated.PlanningResolver { return planningResolver{r} }
 
 func (r *Resolver) User() generated.UserResolver { return userResolver{r} }
@@ -152,7 +148,6 @@ func (r *Resolver) User() generated.UserResolver { return userResolver{r} }
 type (
 	budgetResolver         struct{ *Resolver }
 	explorerReportResolver struct{ *Resolver }
-	mutationResolver       struct{ *Resolver }
 	planningResolver       struct{ *Resolver }
 	userResolver           struct{ *Resolver }
 )

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/model"
 	"github.com/costgw/gateway/upstream"
@@ -24,9 +25,20 @@ func explorerQuery(in model.ExplorerQueryInput) *upstream.ExplorerQuery {
 }
 
 // explorerKey is the loader key of an Explorer query: the same query twice
-// in a request is fetched once.
-func explorerKey(in model.ExplorerQueryInput) loaders.ExplorerKey {
-	return loaders.NewExplorerKey(explorerQuery(in))
+// in a request is fetched once. A query with an empty groupBy, costType or
+// granularity is refused before any call: each names an upstream column or
+// bucket size, and the empty string names none. Any other value is the
+// upstream's to take or refuse, whatever its length (the contract leaves the
+// sets open and bounds no string; the request's own limits bound them).
+func explorerKey(in model.ExplorerQueryInput) (loaders.ExplorerKey, error) {
+	for _, f := range []struct{ name, value string }{
+		{"groupBy", in.GroupBy}, {"costType", in.CostType}, {"granularity", in.Granularity},
+	} {
+		if f.value == "" {
+			return loaders.ExplorerKey{}, codes.Errorf(codes.BadUserInput, "query.%s must not be empty", f.name)
+		}
+	}
+	return loaders.NewExplorerKey(explorerQuery(in)), nil
 }
 
 // historyRows types the cost rows of an Explorer history: the group-by

@@ -21,7 +21,11 @@ func (r explorerResolver) Summary(ctx context.Context, obj *model.Explorer, quer
 	if err != nil {
 		return nil, err
 	}
-	return l.Summary().Load(ctx, explorerKey(query))()
+	k, err := explorerKey(query)
+	if err != nil {
+		return nil, err
+	}
+	return l.Summary().Load(ctx, k)()
 }
 
 func (r explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerPreviousPeriod, error) {
@@ -29,7 +33,11 @@ func (r explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explore
 	if err != nil {
 		return nil, err
 	}
-	return l.PreviousPeriod().Load(ctx, explorerKey(query))()
+	k, err := explorerKey(query)
+	if err != nil {
+		return nil, err
+	}
+	return l.PreviousPeriod().Load(ctx, k)()
 }
 
 func (r explorerResolver) History(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHistory, error) {
@@ -37,7 +45,11 @@ func (r explorerResolver) History(ctx context.Context, obj *model.Explorer, quer
 	if err != nil {
 		return nil, err
 	}
-	return l.History().Load(ctx, explorerKey(query))()
+	k, err := explorerKey(query)
+	if err != nil {
+		return nil, err
+	}
+	return l.History().Load(ctx, k)()
 }
 
 func (r explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHeatmap, error) {
@@ -45,7 +57,11 @@ func (r explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, quer
 	if err != nil {
 		return nil, err
 	}
-	return l.Heatmap().Load(ctx, explorerKey(query))()
+	k, err := explorerKey(query)
+	if err != nil {
+		return nil, err
+	}
+	return l.Heatmap().Load(ctx, k)()
 }
 
 func (r explorerResolver) DimensionValues(ctx context.Context, obj *model.Explorer, key string) (*upstream.DimensionValues, error) {

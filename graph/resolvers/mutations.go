@@ -22,6 +22,15 @@ func (u *userErrors) add(code model.UserErrorCode, msg string, field ...string) 
 	*u = append(*u, model.UserError{Field: append([]string{"input"}, field...), Message: msg, Code: code})
 }
 
+// open is openValue with its refusal a user error of the …Raw field.
+func (u *userErrors) open(known, raw *string, field string) *string {
+	v, err := openValue(known, raw, field)
+	if err != nil {
+		u.add(model.UserErrorCodeInvalidValue, err.Error(), field+"Raw")
+	}
+	return v
+}
+
 // idempotencyKey returns the caller's key, or a new one for this mutation
 // field. The client sends it on every retry of the write, so a retried write
 // applies once; the payload returns it so the caller can retry too. A key
@@ -102,13 +111,13 @@ func (r mutationResolver) createBudget(ctx context.Context, in model.CreateBudge
 		CustomStartingValue: raw(in.CustomStartingValue),
 		GrowthRate:          raw(in.GrowthRate),
 	}
-	if v := in.Period.Value(); v != nil {
+	if v := ue.open(in.Period.Value(), in.PeriodRaw.Value(), "period"); v != nil {
 		body.Period = *v
 	}
-	if v := in.Status.Value(); v != nil {
+	if v := ue.open(in.Status.Value(), in.StatusRaw.Value(), "status"); v != nil {
 		body.Status = *v
 	}
-	if v := in.TargetType.Value(); v != nil {
+	if v := ue.open(in.TargetType.Value(), in.TargetTypeRaw.Value(), "targetType"); v != nil {
 		body.TargetType = *v
 	}
 	b, uerrs, err := write(ctx, "", ue, func() (*upstream.Budget, error) {
@@ -153,12 +162,12 @@ func (r mutationResolver) updateBudget(ctx context.Context, in model.UpdateBudge
 	key := idempotencyKey(in.IdempotencyKey, &ue)
 	body := &upstream.BudgetUpdate{
 		Name:                required(in.Name, "name", &ue),
-		Status:              required(in.Status, "status", &ue),
-		Period:              required(in.Period, "period", &ue),
+		Status:              ue.open(required(in.Status, "status", &ue), required(in.StatusRaw, "statusRaw", &ue), "status"),
+		Period:              ue.open(required(in.Period, "period", &ue), required(in.PeriodRaw, "periodRaw", &ue), "period"),
 		NumberOfPeriods:     required(in.NumberOfPeriods, "numberOfPeriods", &ue),
 		StartDate:           required(in.StartDate, "startDate", &ue),
 		ExplorerReportID:    required(in.ExplorerReportID, "explorerReportId", &ue),
-		TargetType:          required(in.TargetType, "targetType", &ue),
+		TargetType:          ue.open(required(in.TargetType, "targetType", &ue), required(in.TargetTypeRaw, "targetTypeRaw", &ue), "targetType"),
 		NormalizationPeriod: required(in.NormalizationPeriod, "normalizationPeriod", &ue),
 		BudgetType:          raw(in.BudgetType),
 		StartingValue:       raw(in.StartingValue),

@@ -13,11 +13,15 @@ const (
 	numColumns
 )
 
-// Cost measures, by index.
+// Cost measures, by index. The blended cost is the unblended one: blending
+// averages the rates of reservations and volume tiers shared across an
+// organization's accounts, and the simulated organizations have none, so
+// costBlended shares costUnblended's sums.
 const (
 	costUnblended = iota
 	costNetUnblended
 	costAmortized
+	costBlended
 	numCostTypes
 )
 
@@ -49,6 +53,8 @@ func costTypeIndex(name string) (int, bool) {
 		return costNetUnblended, true
 	case "line_item_amortized_cost":
 		return costAmortized, true
+	case "line_item_blended_cost":
+		return costBlended, true
 	}
 	return 0, false
 }
@@ -60,6 +66,8 @@ func costTypeLabel(ct int) string {
 		return "net unblended cost"
 	case costAmortized:
 		return "amortized cost"
+	case costBlended:
+		return "blended cost"
 	}
 	return "unblended cost"
 }
@@ -157,9 +165,10 @@ func buildCostTable(r *rand.Rand, spec *orgSpec, asOf time.Time) *costTable {
 			}
 			base := spec.dailySpend * s.share * a.share * (0.6 + 0.8*r.Float64()) // dollars
 			c := costCell{dims: [numColumns]int{si, ai}}
-			for ct := range numCostTypes {
+			for ct := range costBlended {
 				c.pre[ct] = make([]int64, t.days+1)
 			}
+			c.pre[costBlended] = c.pre[costUnblended]
 			for d := range t.days {
 				day := t.dayAt(d)
 				v := base * math.Pow(1+spec.monthlyGrowth, float64(d)/30.4)

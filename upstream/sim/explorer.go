@@ -78,7 +78,8 @@ func readExplorerQuery(c *call) (explorerQuery, *response) {
 		q.groupBy, _ = columnIndex(s)
 		norm.GroupBy = s
 	}
-	if s, ok := f.oneOf("costType", "line_item_unblended_cost", "line_item_net_unblended_cost", "line_item_amortized_cost"); ok {
+	if s, ok := f.oneOf("costType", "line_item_unblended_cost", "line_item_net_unblended_cost", "line_item_amortized_cost",
+		"line_item_blended_cost"); ok {
 		q.costType, _ = costTypeIndex(s)
 		norm.CostType = s
 	}

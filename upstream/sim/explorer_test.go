@@ -309,7 +309,7 @@ func TestExplorerFiltersAndCostTypes(t *testing.T) {
 	if got := total(empty); got != 0 {
 		t.Errorf("in [] gives %d", got)
 	}
-	for ct, factor := range map[string]float64{"line_item_net_unblended_cost": 0.94, "line_item_amortized_cost": 0.97} {
+	for ct, factor := range map[string]float64{"line_item_net_unblended_cost": 0.94, "line_item_amortized_cost": 0.97, "line_item_blended_cost": 1} {
 		q := base
 		q.costType = ct
 		got := total(q)
@@ -369,7 +369,9 @@ func TestExplorerValidation(t *testing.T) {
 		{"missing groupBy", valid(func(m map[string]any) { delete(m, "groupBy") }), "validation_error", "groupBy"},
 		{"unknown groupBy", valid(func(m map[string]any) { m["groupBy"] = "region" }), "validation_error", "groupBy"},
 		{"groupBy number", valid(func(m map[string]any) { m["groupBy"] = 1 }), "validation_error", "groupBy"},
-		{"unknown costType", valid(func(m map[string]any) { m["costType"] = "line_item_blended_cost" }), "validation_error", "costType"},
+		{"unknown costType", valid(func(m map[string]any) { m["costType"] = "line_item_public_on_demand_cost" }), "validation_error", "costType"},
+		{"costType in capitals", valid(func(m map[string]any) { m["costType"] = "LINE_ITEM_UNBLENDED_COST" }), "validation_error", "costType"},
+		{"empty costType", valid(func(m map[string]any) { m["costType"] = "" }), "validation_error", "costType"},
 		{"missing costType", valid(func(m map[string]any) { delete(m, "costType") }), "validation_error", "costType"},
 		{"hourly", valid(func(m map[string]any) { m["granularity"] = "hour" }), "validation_error", "granularity"},
 		{"missing granularity", valid(func(m map[string]any) { delete(m, "granularity") }), "validation_error", "granularity"},

@@ -29,8 +29,8 @@ const query = gql`
 const q = {
   dateRange: { start: "2026-10-01", end: "2026-10-31" },
   groupBy: "product_product_name",
-  costType: "LINE_ITEM_UNBLENDED_COST",
-  granularity: "DAY",
+  costType: "line_item_unblended_cost",
+  granularity: "day",
   filters: [],
 };
 

@@ -24,6 +24,11 @@ func (r queryResolver) Cost(ctx context.Context) (*model.QueryCost, error) {
 	return queryCost(ctx), nil
 }
 
+func (r *Resolver) Mutation() generated.MutationResolver { return mutationResolver{r} }
+
 func (r *Resolver) Query() generated.QueryResolver { return queryResolver{r} }
 
-type queryResolver struct{ *Resolver }
+type (
+	mutationResolver struct{ *Resolver }
+	queryResolver    struct{ *Resolver }
+)
