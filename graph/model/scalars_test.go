@@ -200,12 +200,19 @@ func TestJSONInputBudget(t *testing.T) {
 	if _, err := UnmarshalJSONValue(context.Background(), big); err != nil {
 		t.Errorf("without a budget, a value within its own bound: %v", err)
 	}
+}
 
+// A value named many times is refused for what it stands for, without
+// building it. The test is not parallel: the allocation it reads is the
+// process's, and other tests allocate while they run.
+func TestJSONInputBudgetSharedValue(t *testing.T) {
+	big := strings.Repeat("x", MaxJSONBytes-100)
 	shared := make([]any, 2000)
 	for i := range shared {
 		shared[i] = big // 128 MB of JSON
 	}
 	var n uint64
+	var err error
 	func() {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
