@@ -65,7 +65,7 @@ deploy-check: build-sim
 
 # The benchmarks: the gateway, a direct Go client and GraphQL Mesh on one
 # simulator, then the telemetry overhead and hostile traffic, written to
-# docs/benchmarks.md (about twenty-five minutes).
+# docs/benchmarks.md (about thirty minutes on 2 cores).
 bench: bench/mesh/node_modules/.package-lock.json
 	go run ./bench
 
