@@ -58,7 +58,8 @@ type Config struct {
 	// lines of /healthz and /readyz are at debug, so probes do not flood the
 	// log.
 	LogLevel slog.Level
-	// LogFormat is json (one object per line) or text (key=value).
+	// LogFormat is json (one object per line), text (key=value), or auto:
+	// text when standard error is a terminal, else json.
 	LogFormat string
 	// Limits bound every GraphQL operation before any upstream call (0 turns
 	// a limit off): tokens, depth, aliases, root fields, and the estimated
@@ -142,7 +143,7 @@ const (
 	// maxAutoLimitRequests is where requests in flight stop being a bound
 	// that an automatic limit could follow (2 TiB of it).
 	maxAutoLimitRequests = 1 << 20
-	defaultLogFormat     = "json"
+	defaultLogFormat     = "auto"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
 )
@@ -173,7 +174,7 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.BoolVar(&c.Introspection, "introspection", true, "answer introspection queries (the playground's docs need them)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "lowest `level` logged: debug, info, warn or error")
 	fs.Want("log-level", "debug, info, warn or error")
-	fs.StringVar(&c.LogFormat, "log-format", defaultLogFormat, "log `format`: json or text")
+	fs.StringVar(&c.LogFormat, "log-format", defaultLogFormat, "log `format`: json, text, or auto (text when standard error is a terminal, else json)")
 	def := limits.Defaults()
 	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", def.MaxTokens, "most lexical tokens of a query document (0: no limit)")
 	fs.IntVar(&c.Limits.MaxSelections, "max-selections", def.MaxSelections, "most field selections of a document with its fragments expanded, and most field pairs validation compares (0: no limit)")
@@ -241,8 +242,8 @@ func ParseConfig(args []string, lookupEnv func(string) (string, bool), output io
 
 func (c Config) validate() error {
 	var errs config.Errors
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		errs.Addf("log-format", c.LogFormat, "want json or text")
+	if c.LogFormat != "json" && c.LogFormat != "text" && c.LogFormat != "auto" {
+		errs.Addf("log-format", c.LogFormat, "want json, text or auto")
 	}
 	if c.UpstreamTimeout <= 0 {
 		errs.Addf("upstream-timeout", c.UpstreamTimeout, "want a positive duration such as 15s")

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
@@ -30,6 +31,7 @@ import (
 	"github.com/costgw/gateway/web/playground"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
+	"golang.org/x/term"
 )
 
 // Run serves until ctx ends, or runs the action a flag asks for. If ready is
@@ -67,23 +69,32 @@ func Run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			log.Warn("tracing: OpenTelemetry reported an error", "error", err.Error())
 		}))
 	}
-	setGC(cfg, lookupEnv, log)
-	return serve(ctx, cfg, tracing, log, ready)
+	return serve(ctx, cfg, tracing, log, ready, setGC(cfg, lookupEnv))
 }
 
-// newLogger returns the logger of cfg's level and format.
+// newLogger returns the logger of cfg's level and format; the format auto is
+// text when w is a terminal, for a person, and JSON otherwise, for a
+// collector.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
+	if cfg.LogFormat == "text" || cfg.LogFormat == "auto" && isTerminal(w) {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // serve runs the gateway, tracing with tracing, until ctx ends, then stops
 // accepting connections, lets the requests in flight finish and returns.
-// Its caller shuts tracing down.
-func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, ready chan<- string) error {
+// Its caller shuts tracing down. The first lines it logs say where the
+// gateway serves (and, on the simulator, which key to send); then each of
+// later logs its line.
+func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slog.Logger, ready chan<- string, later ...func(*slog.Logger)) error {
 	// Listen first: a busy port fails before anything says the gateway runs.
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -202,7 +213,9 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		// Every path no other route claims: index.html at /, assets below.
 		mux.Handle("/", playground.Handler(playgroundConfig(onSimulator)))
 		if !playground.Built() {
-			log.Warn("the playground is not built, so / explains how to build it; `make run` builds it")
+			later = append(later, func(log *slog.Logger) {
+				log.Warn("the playground is not built, so / explains how to build it; `make run` builds it")
+			})
 		}
 	}
 
@@ -252,6 +265,9 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		"tracing", tracing.Enabled(), "redis", cfg.RedisURL != "", "rate_limit", cfg.RateLimit,
 		"version", bi.Version, "revision", bi.Revision)
 	log.Info("serving", attrs...)
+	for _, l := range later {
+		l(log)
+	}
 	if ready != nil {
 		ready <- addr
 	}
@@ -306,9 +322,9 @@ func baseURL(addr string) string {
 // each unless the Go runtime's own variable (GOGC, GOMEMLIMIT) is set, which
 // the runtime has then applied already and which wins. A GOMEMLIMIT stands
 // in for -memory-limit in choosing the automatic target, so the target is
-// 400 only where some limit applies. The log says what applies, as the
-// runtime reads it, and where each setting comes from.
-func setGC(cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger) {
+// 400 only where some limit applies. It returns what logs what applies, as
+// the runtime reads it, and where each setting comes from.
+func setGC(cfg Config, lookupEnv func(string) (string, bool)) func(*slog.Logger) {
 	gogcSet := envSet(lookupEnv, "GOGC")
 	limitSet := envSet(lookupEnv, "GOMEMLIMIT")
 	if limitSet {
@@ -318,10 +334,10 @@ func setGC(cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger) 
 		}
 	}
 	percent, limit := cfg.gcSettings()
-	if percent == -1 && limit == 0 {
-		// Only GOMEMLIMIT=off under -gc-percent -1 comes here: the flags
-		// alone are refused so.
-		log.Warn("garbage collector: -gc-percent -1 needs a memory limit and GOMEMLIMIT is off; collecting at 100")
+	// Only GOMEMLIMIT=off under -gc-percent -1 is both: the flags alone are
+	// refused so.
+	noLimit := percent == -1 && limit == 0
+	if noLimit {
 		percent = 100
 	}
 	if !gogcSet {
@@ -331,9 +347,14 @@ func setGC(cfg Config, lookupEnv func(string) (string, bool), log *slog.Logger) 
 		debug.SetMemoryLimit(cmp.Or(limit, math.MaxInt64)) // MaxInt64: the runtime's "no limit"
 	}
 	percent, limit = appliedGC()
-	log.Info("garbage collector",
-		"gc_percent", strconv.Itoa(percent), "gc_percent_from", gcSource(gogcSet, "GOGC", cfg.GCPercent),
-		"memory_limit", memoryLimit{&limit}.String(), "memory_limit_from", gcSource(limitSet, "GOMEMLIMIT", cfg.MemoryLimit))
+	return func(log *slog.Logger) {
+		if noLimit {
+			log.Warn("garbage collector: -gc-percent -1 needs a memory limit and GOMEMLIMIT is off; collecting at 100")
+		}
+		log.Info("garbage collector",
+			"gc_percent", strconv.Itoa(percent), "gc_percent_from", gcSource(gogcSet, "GOGC", cfg.GCPercent),
+			"memory_limit", memoryLimit{&limit}.String(), "memory_limit_from", gcSource(limitSet, "GOMEMLIMIT", cfg.MemoryLimit))
+	}
 }
 
 // appliedGC reads the collector's target (-1: off) and memory limit (0:

@@ -43,7 +43,7 @@ func defaults() Config {
 		Playground:         true,
 		Introspection:      true,
 		LogLevel:           slog.LevelInfo,
-		LogFormat:          "json",
+		LogFormat:          "auto",
 		Limits:             limits.Defaults(),
 		MaxBodyBytes:       512 << 10,
 		RequestFanout:      100,
@@ -265,7 +265,7 @@ func TestSetGC(t *testing.T) {
 			debug.SetMemoryLimit(tt.runtime)
 		}
 		logs.Reset()
-		setGC(tt.cfg, envMap(tt.env), log)
+		setGC(tt.cfg, envMap(tt.env))(log)
 		if pct, limit := appliedGC(); pct != tt.wantPct || limit != tt.wantLimit {
 			t.Errorf("%s: GOGC %d, limit %d; want %d, %d", tt.name, pct, limit, tt.wantPct, tt.wantLimit)
 		}
@@ -1078,5 +1078,43 @@ func checkPaced(t *testing.T, what string, got []string, refused string, first i
 			t.Errorf("%s: %q, want %q before the 504", what, got, refused)
 			return
 		}
+	}
+}
+
+// TestFirstLogLines: on the simulator the first lines say which key to send
+// and where the playground is, before anything about the garbage collector
+// or the playground's build (which came first, so a person running `make
+// run` read of GOGC before the playground's address).
+func TestFirstLogLines(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	var msgs []string
+	for _, l := range gw.logs.JSONLines(t) {
+		msgs = append(msgs, fmt.Sprint(l["msg"]))
+	}
+	if len(msgs) < 3 || !strings.Contains(msgs[0], "built-in simulator") || !strings.Contains(msgs[0], sim.DemoKey) ||
+		msgs[1] != "serving" || !slices.Contains(msgs[2:], "garbage collector") {
+		t.Errorf("the first log lines are %q; want the simulator's line with the demo key, then serving, and the garbage collector after", msgs)
+	}
+}
+
+// TestLogFormatAuto: the automatic format is JSON where the log goes to
+// anything but a terminal: a pipe, a file, /dev/null (a character device,
+// which a first version took for a terminal).
+func TestLogFormatAuto(t *testing.T) {
+	t.Parallel()
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	var buf bytes.Buffer
+	for _, w := range []io.Writer{&buf, devNull} {
+		if _, ok := newLogger(Config{LogFormat: "auto"}, w).Handler().(*slog.JSONHandler); !ok {
+			t.Errorf("-log-format auto to %T is not JSON", w)
+		}
+	}
+	if _, ok := newLogger(Config{LogFormat: "text"}, &buf).Handler().(*slog.TextHandler); !ok {
+		t.Error("-log-format text is not text")
 	}
 }
