@@ -7,6 +7,8 @@
 //   3. The generated types have no `any` where a field's type belongs, and
 //      codegen's output type-checks with tsc --strict.
 //   4. No unacknowledged breaking change in the schema's history.
+//   5. setup/schema-types.mjs matches the schema (scripts/schema-types.mjs),
+//      and docs/schema.md quotes each file of setup/ as it is.
 //
 // Run it with `make frontend-check` from the repository root, or
 // `npm run check` here after `npm ci`.
@@ -16,6 +18,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ALLOWED, findAny, typeCheck } from "./no-any.mjs";
 import { checkBreakingChanges } from "./breaking.mjs";
+import { checkSchemaTypes } from "./schema-types.mjs";
+import { checkQuotedSetups } from "./quoted.mjs";
 
 const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 process.chdir(here);
@@ -124,6 +128,12 @@ await step("generated types: no `any` for a field, and codegen's output compiles
 await step("breaking changes: graphql-inspector over every version of the schema in git", () =>
   checkBreakingChanges({ schemaFile, acksFile }),
 );
+
+await step("client setups: setup/schema-types.mjs matches the schema, docs/schema.md quotes setup/", () => {
+  const types = checkSchemaTypes({ schemaFile });
+  const quoted = checkQuotedSetups();
+  return types && quoted;
+});
 
 const count = (status) => results.filter((r) => r.status === status).length;
 console.log("\n== summary");

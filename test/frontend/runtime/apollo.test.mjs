@@ -1,0 +1,163 @@
+// Apollo Client 4, set up as docs/schema.md says (setup/apollo.mjs), against
+// the gateway on the simulator. Apollo Client's development checks are on
+// (__DEV__), so what it would warn a developer of in a browser fails here.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { test } from "node:test";
+import { ids, key, operations, post, recordingFetch, run as runId, url, variablesFor } from "./gateway.mjs";
+
+globalThis.__DEV__ = true;
+const { gql } = await import("@apollo/client");
+const { loadDevMessages, loadErrorMessages } = await import("@apollo/client/dev");
+const { apolloClient } = await import("../setup/apollo.mjs");
+loadDevMessages();
+loadErrorMessages();
+
+const logged = [];
+for (const level of ["warn", "error"]) {
+  const original = console[level];
+  console[level] = (...args) => {
+    logged.push(`console.${level}: ${args.join(" ")}`);
+    original(...args);
+  };
+}
+
+const ops = Object.fromEntries(operations().map((o) => [o.name, gql(o.text)]));
+const sha256 = (text) => createHash("sha256").update(text).digest("hex");
+const operationName = (r) => r.body?.operationName;
+
+// next resolves with the first result of an observable that passes ok.
+function next(observable, ok, what) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no result ${what} in 30 s`)), 30000);
+    const sub = observable.subscribe({
+      next(r) {
+        if (r.error) {
+          clearTimeout(timer);
+          reject(r.error);
+        } else if (ok(r)) {
+          clearTimeout(timer);
+          queueMicrotask(() => sub.unsubscribe());
+          resolve(r);
+        }
+      },
+      error(err) {
+        clearTimeout(timer);
+        reject(err);
+      },
+    });
+  });
+}
+
+test("every operation of operations/ runs through InMemoryCache without a warning", async () => {
+  logged.length = 0;
+  const id = await ids();
+  const client = apolloClient({ url, key });
+  let created;
+  for (const { name, kind } of operations()) {
+    const sets = variablesFor(name, id, created, "apollo-all");
+    assert.ok(sets, `${name} has no variables in runtime/gateway.mjs variablesFor: add them`);
+    for (const variables of sets) {
+      const r =
+        kind === "mutation"
+          ? await client.mutate({ mutation: ops[name], variables })
+          : await client.query({ query: ops[name], variables, fetchPolicy: "network-only" });
+      assert.equal(r.error, undefined, `${name}: ${r.error}`);
+      const payload = r.data[Object.keys(r.data)[0]];
+      if (payload?.userErrors) assert.deepEqual(payload.userErrors, [], `${name}: userErrors`);
+      if (name === "CreateBudget") created = r.data.createBudget.budget.id;
+      if (kind === "query") {
+        const cached = client.readQuery({ query: ops[name], variables });
+        assert.deepEqual(cached, r.data, `${name} ${JSON.stringify(variables)} reads back whole from the cache`);
+      }
+    }
+  }
+  assert.ok(created, "CreateBudget ran");
+  assert.deepEqual(logged, [], "Apollo Client logged");
+});
+
+test("budgets pages merge in order through relayStylePagination", async () => {
+  const { fetch, requests } = recordingFetch();
+  const client = apolloClient({ url, key, fetch });
+  const want = (await post(`{ budgets(first: 20) { edges { node { id } } pageInfo { endCursor } } }`)).budgets;
+  const list = client.watchQuery({ query: ops.BudgetList, variables: { first: 10 } });
+  const first = await next(list, (r) => r.data?.budgets, "of the first page");
+  assert.equal(first.data.budgets.edges.length, 10);
+  await list.fetchMore({ variables: { after: first.data.budgets.pageInfo.endCursor } });
+  const merged = client.readQuery({ query: ops.BudgetList, variables: { first: 10 } });
+  assert.deepEqual(
+    merged.budgets.edges.map((e) => e.node.id),
+    want.edges.map((e) => e.node.id),
+    "the two pages merged are the first 20 budgets, in order",
+  );
+  assert.equal(merged.budgets.pageInfo.endCursor, want.pageInfo.endCursor);
+  assert.equal(merged.budgets.pageInfo.hasNextPage, true);
+  assert.deepEqual(
+    [...new Set(requests.filter((r) => operationName(r) === "BudgetList").map((r) => r.body.variables.after ?? null))],
+    [null, first.data.budgets.pageInfo.endCursor],
+    "a request for each page, the second after the first's end",
+  );
+});
+
+test("updateBudget renames the budget in the cached list without a refetch", async () => {
+  const { fetch, requests } = recordingFetch();
+  const client = apolloClient({ url, key, fetch });
+  const list = client.watchQuery({ query: ops.BudgetList, variables: { first: 5 } });
+  const before = await next(list, (r) => r.data?.budgets, "of the list");
+  const budget = before.data.budgets.edges[2].node;
+  const name = `${budget.name} (apollo)`;
+  const renamed = next(list, (r) => r.data?.budgets.edges[2].node.name === name, "with the new name");
+  const sent = requests.length;
+  const m = await client.mutate({ mutation: ops.UpdateBudget, variables: { input: { id: budget.id, name } } });
+  assert.deepEqual(m.data.updateBudget.userErrors, []);
+  const after = await renamed;
+  assert.equal(after.data.budgets.edges.length, 5);
+  assert.deepEqual(
+    [...new Set(requests.slice(sent).map(operationName))],
+    ["UpdateBudget"],
+    "only the mutation went to the gateway",
+  );
+});
+
+// Each APQ test runs a document no other test or run sends, so that the
+// gateway has not seen its hash before.
+for (const [method, useGETForHashedQueries] of [
+  ["POST", false],
+  ["GET", true],
+]) {
+  test(`automatic persisted queries over ${method}`, async () => {
+    const query = `query Apq${method}_${runId} { budgets(first: 2) { nodes { id name } } }`;
+    const doc = gql(query);
+    const run = async () => {
+      const { fetch, requests } = recordingFetch();
+      const client = apolloClient({ url, key, fetch, useGETForHashedQueries });
+      const r = await client.query({ query: doc });
+      assert.equal(r.data.budgets.nodes.length, 2);
+      return requests;
+    };
+    const apq = (r) => r.body.extensions?.persistedQuery;
+
+    // The first time: the hash alone, PERSISTED_QUERY_NOT_FOUND, then the
+    // query with its hash (over POST: Apollo sends a query's text by POST).
+    const first = await run();
+    assert.deepEqual(
+      first.map((r) => [r.method, r.body.query === undefined]),
+      [
+        [method, true],
+        ["POST", false],
+      ],
+    );
+    for (const r of first) assert.deepEqual(apq(r), { version: 1, sha256Hash: sha256(first[1].body.query) });
+
+    // Then, from a new client with an empty cache: the hash alone.
+    const again = await run();
+    assert.equal(again.length, 1);
+    assert.equal(again[0].method, method);
+    assert.equal(again[0].body.query, undefined);
+    assert.equal(again[0].url.searchParams.has("query"), false);
+    assert.deepEqual(apq(again[0]), apq(first[0]));
+  });
+}
+
+// @defer through Defer20220824Handler (set in setup/apollo.mjs) comes here
+// with the executor's incremental delivery (issue 35, items 1 and 2).

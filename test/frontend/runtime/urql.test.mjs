@@ -1,0 +1,126 @@
+// urql with graphcache, set up as docs/schema.md says (setup/urql.mjs),
+// against the gateway on the simulator.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { gql } from "@urql/core";
+import { urqlClient } from "../setup/urql.mjs";
+import { ids, key, operations, post, recordingFetch, url, variablesFor } from "./gateway.mjs";
+
+// graphcache writes its warnings to console.warn (and to console.error in
+// places): each is a failure here.
+const logged = [];
+for (const level of ["warn", "error"]) {
+  const original = console[level];
+  console[level] = (...args) => {
+    logged.push(`console.${level}: ${args.join(" ")}`);
+    original(...args);
+  };
+}
+
+const ops = Object.fromEntries(operations().map((o) => [o.name, gql(o.text)]));
+
+// next resolves with the first result of source that passes ok.
+function next(source, ok, what) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no result ${what} in 30 s`)), 30000);
+    const sub = source.subscribe((r) => {
+      if (r.error) {
+        clearTimeout(timer);
+        sub.unsubscribe();
+        reject(r.error);
+      } else if (ok(r)) {
+        clearTimeout(timer);
+        queueMicrotask(() => sub.unsubscribe());
+        resolve(r);
+      }
+    });
+  });
+}
+
+test("every operation of operations/ runs through graphcache without a warning", async () => {
+  logged.length = 0;
+  const id = await ids();
+  const client = urqlClient({ url, key });
+  let created;
+  for (const { name, kind, text } of operations()) {
+    const sets = variablesFor(name, id, created, "urql-all");
+    assert.ok(sets, `${name} has no variables in runtime/gateway.mjs variablesFor: add them`);
+    for (const variables of sets) {
+      const r = kind === "mutation" ? await client.mutation(ops[name], variables).toPromise() : await client.query(ops[name], variables).toPromise();
+      assert.equal(r.error, undefined, `${name} ${JSON.stringify(variables)}: ${r.error}`);
+      assert.ok(r.data, `${name}: no data`);
+      const payload = r.data[Object.keys(r.data)[0]];
+      if (payload?.userErrors) assert.deepEqual(payload.userErrors, [], `${name}: userErrors`);
+      if (name === "CreateBudget") created = r.data.createBudget.budget.id;
+    }
+    // Read back from the cache: the cache-only result is whole, so what was
+    // written could be read as normalized.
+    if (kind === "query") {
+      for (const variables of sets) {
+        const r = await client.query(ops[name], variables, { requestPolicy: "cache-only" }).toPromise();
+        assert.ok(r.data && !r.stale, `${name} ${JSON.stringify(variables)} is not whole in the cache`);
+      }
+    }
+  }
+  assert.ok(created, "CreateBudget ran");
+  assert.deepEqual(logged, [], "graphcache logged");
+});
+
+test("budgets pages merge in order through relayPagination", async () => {
+  const { fetch, requests } = recordingFetch();
+  const client = urqlClient({ url, key, fetch });
+  const want = (await post(`{ budgets(first: 20) { edges { node { id } } pageInfo { endCursor } } }`)).budgets;
+  const first = await client.query(ops.BudgetList, { first: 10 }).toPromise();
+  assert.equal(first.error, undefined);
+  assert.equal(first.data.budgets.edges.length, 10);
+  const after = first.data.budgets.pageInfo.endCursor;
+  const second = await client.query(ops.BudgetList, { first: 10, after }).toPromise();
+  assert.equal(second.error, undefined);
+  assert.deepEqual(
+    second.data.budgets.edges.map((e) => e.node.id),
+    want.edges.map((e) => e.node.id),
+    "the two pages merged are the first 20 budgets, in order",
+  );
+  assert.equal(second.data.budgets.pageInfo.endCursor, want.pageInfo.endCursor);
+  assert.equal(second.data.budgets.pageInfo.hasNextPage, true);
+  assert.equal(requests.length, 2, "one request a page");
+});
+
+test("updateBudget renames the budget in the cached list without a refetch", async () => {
+  const { fetch, requests } = recordingFetch();
+  const client = urqlClient({ url, key, fetch });
+  const list = client.query(ops.BudgetList, { first: 5 });
+  const before = await next(list, (r) => r.data, "of the list");
+  const budget = before.data.budgets.edges[1].node;
+  const name = `${budget.name} (urql)`;
+  const renamed = next(list, (r) => r.data?.budgets.edges[1].node.name === name, "with the new name");
+  const sent = requests.length;
+  const m = await client.mutation(ops.UpdateBudget, { input: { id: budget.id, name } }).toPromise();
+  assert.equal(m.error, undefined);
+  assert.deepEqual(m.data.updateBudget.userErrors, []);
+  const after = await renamed;
+  assert.equal(after.data.budgets.edges.length, 5);
+  assert.deepEqual(
+    requests.slice(sent).map((r) => r.body.operationName ?? r.body.query?.match(/^\w+ (\w+)/)?.[1]),
+    ["UpdateBudget"],
+    "the mutation was the only request",
+  );
+});
+
+test("deleteBudget takes the budget out of the cached list", async () => {
+  const id = await ids();
+  const client = urqlClient({ url, key });
+  const made = await client
+    .mutation(ops.CreateBudget, { input: variablesFor("CreateBudget", id, undefined, "urql-delete")[0].input })
+    .toPromise();
+  assert.equal(made.error, undefined);
+  const created = made.data.createBudget.budget.id;
+  const list = client.query(ops.BudgetList, { first: 50 });
+  const has = (r) => r.data?.budgets.edges.some((e) => e.node.id === created);
+  await next(list, has, "holding the new budget");
+  const gone = next(list, (r) => r.data && !r.stale && !has(r), "without the deleted budget");
+  const d = await client.mutation(ops.DeleteBudget, { input: { id: created } }).toPromise();
+  assert.equal(d.error, undefined);
+  assert.equal(d.data.deleteBudget.success, true);
+  await gone;
+});
