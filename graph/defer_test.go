@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -149,5 +151,77 @@ func TestDeferLabelsAreUnique(t *testing.T) {
 		if r := decode(t, rec); len(r.Errors) > 0 || r.Data == nil {
 			t.Errorf("%s: %s", q, rec.Body)
 		}
+	}
+}
+
+// Each part of a multipart answer is followed at once by the delimiter that
+// closes it, so that a client can use a part as soon as it arrives: Apollo
+// Client takes a part as whole only when it sees the next delimiter. Before,
+// a part's closing delimiter was written only when the next part began, so
+// the first result showed only once the deferred data had come.
+func TestDeferPartClosedAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	release := make(chan struct{})
+	e.calls.mu.Lock()
+	e.calls.fail = func(r *http.Request) *http.Response {
+		if r.URL.Path == "/v1/explorer/history" {
+			<-release // the deferred panel's data waits for the test
+		}
+		return nil
+	}
+	e.calls.mu.Unlock()
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	q := map[string]any{"dateRange": map[string]any{"start": "2026-10-01", "end": "2026-10-31"},
+		"groupBy": "product_product_name", "costType": "line_item_unblended_cost", "granularity": "day", "filters": []any{}}
+	body, _ := json.Marshal(map[string]any{"variables": map[string]any{"q": q}, "query": `query($q: ExplorerQueryInput!) {
+		explorer { summary(query: $q) { cards { title } } ... @defer { history(query: $q) { costRows { cost } } } } }`})
+	req, _ := http.NewRequest("POST", srv.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "multipart/mixed;deferSpec=20220824")
+	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+
+	// Read until the first part and the delimiter after it have come, while
+	// the deferred data is held back; a bound on the wait, not a measure.
+	got := make(chan string, 1)
+	go func() {
+		var seen []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			seen = append(seen, buf[:n]...)
+			// The opening delimiter, the first part, and the one after it.
+			if bytes.Count(seen, []byte("--graphql\r\n")) >= 2 || err != nil {
+				got <- string(seen)
+				return
+			}
+		}
+	}()
+	select {
+	case first := <-got:
+		if !strings.HasPrefix(first, "--graphql\r\n") || !strings.HasSuffix(first, "}\r\n--graphql\r\n") || !strings.Contains(first, `"hasNext":true`) {
+			t.Fatalf("the first part is not whole once it has come:\n%q", first)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatalf("the first part's closing delimiter did not come before the deferred data; then came:\n%q", <-got)
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.HasSuffix(string(rest), `"hasNext":false}`+"\r\n--graphql--\r\n") || !strings.Contains(string(rest), `"incremental"`) {
+		t.Errorf("the deferred part and the end: %v\n%q", err, rest)
 	}
 }

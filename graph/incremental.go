@@ -34,22 +34,28 @@ func acceptsMultipart(r *http.Request) bool {
 }
 
 // writeIncremental writes the first response and every later one as the
-// parts of a multipart/mixed answer, flushing each as it is ready.
+// parts of a multipart/mixed answer, flushing each as it is ready. Each part
+// is followed at once by the delimiter that closes it (the next part's, or
+// the closing one after the last), so that a client can take a part as
+// whole as soon as it arrives: a multipart reader knows a part has ended
+// only when it sees the delimiter after it (RFC 2046, 5.1.1).
 func writeIncremental(ctx context.Context, w http.ResponseWriter, first *graphql.Response, next graphql.ResponseHandler) {
 	h := w.Header()
 	h.Set("Content-Type", `multipart/mixed; boundary="`+multipartBoundary+`"; deferSpec=20220824`)
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "--%s\r\n", multipartBoundary)
 	part := func(v any, last bool) {
 		b, err := json.Marshal(v)
 		if err != nil {
 			b = []byte(`{"errors":[{"message":"internal error","extensions":{"code":"INTERNAL"}}],"hasNext":false}`)
 			last = true
 		}
-		fmt.Fprintf(w, "--%s\r\nContent-Type: application/json; charset=utf-8\r\n\r\n%s\r\n", multipartBoundary, b)
+		end := "\r\n"
 		if last {
-			fmt.Fprintf(w, "--%s--\r\n", multipartBoundary)
+			end = "--\r\n"
 		}
+		fmt.Fprintf(w, "Content-Type: application/json; charset=utf-8\r\n\r\n%s\r\n--%s%s", b, multipartBoundary, end)
 		_ = http.NewResponseController(w).Flush()
 	}
 	part(first, !hasNext(first))
