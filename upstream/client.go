@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -49,6 +50,12 @@ type Client struct {
 	observer   Observer
 	headers    func(context.Context, HeaderSetter)
 	log        *slog.Logger
+	logRate    logRate
+	// serverHost and serverPort are the upstream's, its URL's port or its
+	// scheme's; serverAddr is the two as host:port.
+	serverHost string
+	serverPort int
+	serverAddr string
 	// seed keys the hash that names a caller to its circuit breaker, so the
 	// breakers hold no bearer key, and no one can aim at another's breaker.
 	seed maphash.Seed
@@ -151,6 +158,8 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		log:        discardLogger,
 		seed:       maphash.MakeSeed(),
 	}
+	c.serverHost, c.serverPort = serverOf(u)
+	c.serverAddr = net.JoinHostPort(c.serverHost, strconv.Itoa(c.serverPort))
 	c.breakers = newBreakers(u.Host, DefaultBreakerSettings)
 	for _, opt := range opts {
 		if err := opt(c); err != nil {
@@ -169,6 +178,23 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	c.Notifications = &NotificationsService{c}
 	return c, nil
 }
+
+// serverOf is the host and port the client calls at u: its port, or its
+// scheme's.
+func serverOf(u *url.URL) (host string, port int) {
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		port = 80
+		if u.Scheme == "https" {
+			port = 443
+		}
+	}
+	return u.Hostname(), port
+}
+
+// Server is the upstream's host and port, as an operator's log and the
+// spans of calls (server.address, server.port) name it.
+func (c *Client) Server() (host string, port int) { return c.serverHost, c.serverPort }
 
 type apiKeyContextKey struct{}
 

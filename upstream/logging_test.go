@@ -46,7 +46,8 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 }
 
 // Every failed or malformed answer is logged once, with what it takes to
-// find it upstream, and nothing that must not travel.
+// find it upstream, and nothing that must not travel; without a log scope,
+// each attempt (within the client's bound).
 func TestFailedAttemptsAreLoggedOnce(t *testing.T) {
 	t.Parallel()
 	hostile := `<html>` + testKey + ` at http://internal.example/v1/budgets?x=1 Authorization: Bearer ` + testKey +
@@ -93,6 +94,12 @@ func TestFailedAttemptsAreLoggedOnce(t *testing.T) {
 		n := func(k string) int { v, _ := l[k].(float64); return int(v) }
 		b, _ := l["retrying"].(bool)
 		got = append(got, line{s("level"), s("op"), s("route"), s("class"), s("code"), s("request_id"), n("status"), n("attempt"), b, s("body") != ""})
+		// The upstream's host and port are for the operator, in server
+		// alone; nothing else of its address, the key or a header is.
+		if s("server") != host {
+			t.Errorf("the line's server is %q, want %q", s("server"), host)
+		}
+		delete(l, "server")
 		all, _ := json.Marshal(l)
 		for _, bad := range []string{testKey, host, "http://", "internal.example", "Authorization", "/v1/budgets/bud_"} {
 			if strings.Contains(string(all), bad) {
@@ -115,5 +122,45 @@ func TestFailedAttemptsAreLoggedOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log lines (-want +got):\n%s", diff)
+	}
+}
+
+// A request's calls log one line however many of their attempts fail, and
+// count them all (10 Overview requests at 30 % injected 503s wrote 235
+// lines, one an attempt); the client writes at most LogBurst lines a
+// LogEvery in all.
+func TestFailuresLoggedOncePerScope(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeJSON(w, http.StatusServiceUnavailable, envelope("service_unavailable", "down", "req-503"))
+	})
+	var buf syncBuffer
+	c := newTestClient(t, f.URL, upstream.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))),
+		upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 3}), upstream.WithCircuitBreaker(upstream.BreakerSettings{}))
+	ctx := upstream.WithLogScope(keyCtx(t))
+	for _, id := range []string{"bud_1", "bud_2", "bud_3"} {
+		if _, err := c.Budgets.Planning(ctx, id); err == nil {
+			t.Fatal("want the 503")
+		}
+	}
+	if got := len(buf.lines(t)); got != 1 {
+		t.Errorf("one request's 3 failing calls wrote %d lines, want 1", got)
+	}
+	if got := upstream.FailedAttempts(ctx); got != 9 {
+		t.Errorf("FailedAttempts = %d, want 9 (3 calls of 3 attempts)", got)
+	}
+	failing := 0
+	for range 3 * upstream.LogBurst {
+		ctx := upstream.WithLogScope(keyCtx(t))
+		_, _ = c.Budgets.Planning(ctx, "bud_1")
+		if upstream.FailedAttempts(ctx) > 0 {
+			failing++
+		}
+	}
+	if failing <= upstream.LogBurst {
+		t.Fatalf("only %d requests failed upstream (a breaker opened?): the bound is not tested", failing)
+	}
+	if got := len(buf.lines(t)); got > upstream.LogBurst {
+		t.Errorf("%d requests' failures wrote %d lines at once, want at most %d", 3*upstream.LogBurst, got, upstream.LogBurst)
 	}
 }

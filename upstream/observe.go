@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -161,17 +163,23 @@ func (k keylessContext) Value(key any) any {
 
 // WithLogger sets where failed attempts are logged (nowhere otherwise).
 //
-// Every failed or malformed upstream answer is logged once: one line per
-// failed attempt, so a call that failed twice and then succeeded leaves two
-// lines, each saying whether the client will retry. Upstream failures (5xx,
-// 429, no answer, an answer that cannot be read) are logged at Warn; 4xx
-// answers, which are the caller's to fix, at Info. A line carries the
-// operation, the route template, the attempt number, the status, the
-// upstream's request id, the error code and a short cause: for an answer
-// with a body, an excerpt of at most 256 bytes, scrubbed of the bearer key,
-// the upstream's address, URLs and header echoes. It never carries a
-// header, the URL or its host. A local refusal (nothing sent) is the
-// caller's error, not an upstream answer, and is not logged.
+// A failed or malformed upstream answer is logged at most once for each
+// context made by WithLogScope (the gateway makes one a request): its first
+// failed attempt, saying whether the client will retry; FailedAttempts
+// counts them all. And at most LogBurst lines in LogEvery are written in
+// all, the next one after saying how many were left out ("suppressed"), so
+// that an upstream that fails every call writes ten lines a second, not one
+// an attempt.
+// Upstream failures (5xx, 429, no answer, an answer that cannot be read) are
+// logged at Warn; 4xx answers, which are the caller's to fix, at Info. A
+// line carries the operation, the route template, the attempt number, the
+// status, the upstream's host and port (for the operator; an error to a
+// caller never has them), the upstream's request id, the error code and a
+// short cause: for an answer with a body, an excerpt of at most 256 bytes,
+// scrubbed of the bearer key, the upstream's address, URLs and header
+// echoes. It never carries a header or the URL's path. A local refusal
+// (nothing sent) is the caller's error, not an upstream answer, and is not
+// logged.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Client) error {
 		if l == nil {
@@ -227,8 +235,77 @@ func classify(ctx context.Context, err error, o *outcome) Class {
 	return ClassNoResponse
 }
 
-// logAttempt writes the line of a failed attempt.
+// At most LogBurst lines of failed attempts are written in each LogEvery
+// (WithLogger).
+const (
+	LogEvery = time.Second
+	LogBurst = 10
+)
+
+// logScope is what one WithLogScope context has logged.
+type logScope struct {
+	failed atomic.Int64
+	logged atomic.Bool
+}
+
+type logScopeKey struct{}
+
+// WithLogScope returns a context whose calls log at most one failed
+// attempt (WithLogger), and count them all (FailedAttempts).
+func WithLogScope(ctx context.Context) context.Context {
+	return context.WithValue(ctx, logScopeKey{}, &logScope{})
+}
+
+// FailedAttempts is how many attempts of ctx's calls failed, retries and
+// answers of 4xx included, since WithLogScope made it (0 without one).
+func FailedAttempts(ctx context.Context) int64 {
+	if s, _ := ctx.Value(logScopeKey{}).(*logScope); s != nil {
+		return s.failed.Load()
+	}
+	return 0
+}
+
+// logRate bounds a client's lines of failed attempts to LogBurst in each
+// window of LogEvery.
+type logRate struct {
+	mu         sync.Mutex
+	now        func() time.Time // time.Now; a test's clock
+	window     time.Time        // the start of the current window
+	lines      int              // written in it
+	suppressed int64            // left out since the last line written
+}
+
+// allow reports whether a line may be written now, and how many were left
+// out before it; when not, it counts this one as left out.
+func (r *logRate) allow() (bool, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	if now.Sub(r.window) >= LogEvery {
+		r.window, r.lines = now, 0
+	}
+	if r.lines >= LogBurst {
+		r.suppressed++
+		return false, 0
+	}
+	r.lines++
+	n := r.suppressed
+	r.suppressed = 0
+	return true, n
+}
+
+// logAttempt writes the line of a failed attempt, unless its context has
+// logged one already or the client has written LogBurst in this LogEvery.
 func (c *Client) logAttempt(ctx context.Context, a Attempt, o *outcome, err error, retrying bool) {
+	if s, _ := ctx.Value(logScopeKey{}).(*logScope); s != nil {
+		s.failed.Add(1)
+		if s.logged.Swap(true) {
+			return
+		}
+	}
 	level := slog.LevelWarn
 	if o.class == ClassClientError {
 		level = slog.LevelInfo
@@ -236,14 +313,22 @@ func (c *Client) logAttempt(ctx context.Context, a Attempt, o *outcome, err erro
 	if !c.log.Enabled(ctx, level) {
 		return
 	}
+	ok, suppressed := c.logRate.allow()
+	if !ok {
+		return
+	}
 	attrs := []slog.Attr{
 		slog.String("op", a.Op),
 		slog.String("method", a.Method),
 		slog.String("route", a.Route),
+		slog.String("server", c.serverAddr),
 		slog.Int("attempt", a.Number),
 		slog.Int("status", o.status),
 		slog.String("class", string(o.class)),
 		slog.Bool("retrying", retrying),
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int64("suppressed", suppressed))
 	}
 	var e *Error
 	if errors.As(err, &e) {

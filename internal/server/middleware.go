@@ -26,20 +26,25 @@ import (
 // counts calls into it.
 func withInfo(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, _ := graph.WithInfo(r.Context())
+		ctx, _ := graph.WithInfo(upstream.WithLogScope(r.Context()))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// infoAttrs are the access line's GraphQL operation name and number of
-// upstream calls (retries included).
+// infoAttrs are the access line's GraphQL operation name, number of
+// upstream calls (retries included) and, when some failed, how many: the
+// upstream client logs only the first failed attempt of a request.
 func infoAttrs(r *http.Request) []slog.Attr {
 	i := graph.InfoFrom(r.Context())
 	if i == nil {
 		return nil
 	}
 	name, _ := i.Operation()
-	return []slog.Attr{slog.String("operation", name), slog.Int64("upstream_calls", i.UpstreamCalls())}
+	attrs := []slog.Attr{slog.String("operation", name), slog.Int64("upstream_calls", i.UpstreamCalls())}
+	if n := upstream.FailedAttempts(r.Context()); n > 0 {
+		attrs = append(attrs, slog.Int64("upstream_failures", n))
+	}
+	return attrs
 }
 
 // observe is the upstream client's observer: every attempt it sends counts
