@@ -375,7 +375,7 @@ func (c *Client) attempt(ctx context.Context, a *attempt, env answerEnvelope) (o
 	}
 	reqCtx := ctx
 	var done func(AttemptResult)
-	info := Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: a.n}
+	info := Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: a.n, ServerAddress: c.serverHost, ServerPort: c.serverPort}
 	if c.observer != nil {
 		if reqCtx, done = c.observer(keylessContext{ctx}, info); reqCtx == nil {
 			reqCtx = ctx
@@ -593,7 +593,7 @@ func scrubErr(sc scrubber, err error) error {
 func (c *Client) Ping(ctx context.Context) error {
 	const op, route = OpPing, "/v1/budgets"
 	sc := newScrubber("", c.base.Host)
-	info := Attempt{Op: op, Method: http.MethodGet, Route: route, Number: 1}
+	info := Attempt{Op: op, Method: http.MethodGet, Route: route, Number: 1, ServerAddress: c.serverHost, ServerPort: c.serverPort}
 	reqCtx, done := ctx, func(AttemptResult) {}
 	if c.observer != nil {
 		var d func(AttemptResult)

@@ -97,6 +97,10 @@ type Attempt struct {
 	Route string
 	// Number counts the attempts of one call from 1.
 	Number int
+	// ServerAddress and ServerPort are the upstream's host and port
+	// (Client.Server), for the spans' server.address and server.port.
+	ServerAddress string
+	ServerPort    int
 }
 
 // AttemptResult is the outcome of an attempt.

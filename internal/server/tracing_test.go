@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +30,9 @@ type traced struct {
 	spans *tracetest.InMemoryExporter
 	up    *recordingUpstream
 	sim   *sim.Server
+	// upHost and upPort are where the gateway calls the upstream.
+	upHost string
+	upPort int64
 }
 
 // startTracedGateway starts a gateway with args, tracing every span it may
@@ -38,6 +43,9 @@ func startTracedGateway(t *testing.T, opts sim.Options, args ...string) *traced 
 	tr := &traced{spans: tracetest.NewInMemoryExporter(), up: &recordingUpstream{}, sim: sim.New(opts)}
 	srv := httptest.NewServer(tr.up.wrap(tr.sim))
 	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	tr.upHost = u.Hostname()
+	tr.upPort, _ = strconv.ParseInt(u.Port(), 10, 64)
 	tr.gw = startTraced(t, telemetry.TracingTo(tr.spans, sdktrace.ParentBased(sdktrace.AlwaysSample())),
 		append([]string{"-upstream", srv.URL}, args...)...)
 	return tr
@@ -212,6 +220,10 @@ func TestTraceTree(t *testing.T) {
 		}
 		if got := a["costgw.upstream.request_id"].AsString(); got == "" || got != c.requestID {
 			t.Errorf("GET %s: span request id %q, the upstream answered %q", c.path, got, c.requestID)
+		}
+		if a["server.address"].AsString() != tr.upHost || a["server.port"].AsInt64() != tr.upPort {
+			t.Errorf("GET %s: span server.address %q, server.port %d; want %s and %d", c.path,
+				a["server.address"].AsString(), a["server.port"].AsInt64(), tr.upHost, tr.upPort)
 		}
 		if got := a["http.request.resend_count"]; got.AsInt64() != 0 {
 			t.Errorf("GET %s: resend count %v on a first attempt", c.path, got.Emit())

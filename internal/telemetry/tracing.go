@@ -440,6 +440,9 @@ func (t *Tracing) Upstream(ctx context.Context, a upstream.Attempt) (context.Con
 		attribute.String("url.template", a.Route),
 		attribute.String("costgw.upstream.operation", a.Op),
 		attribute.Int("http.request.resend_count", a.Number-1))
+	if a.ServerAddress != "" {
+		span.SetAttributes(attribute.String("server.address", a.ServerAddress), attribute.Int("server.port", a.ServerPort))
+	}
 	return ctx, func(r upstream.AttemptResult) {
 		if r.Status != 0 {
 			span.SetAttributes(attribute.Int("http.response.status_code", r.Status))
