@@ -148,6 +148,8 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	}
 	if adminLn != nil {
 		g.metrics = telemetry.NewMetrics(client.BreakersOpen)
+		bi := readBuildInfo()
+		g.metrics.SetBuildInfo(bi.Version, bi.Revision, bi.Go)
 	}
 	readyz := newReadiness(client.Ping, min(readinessTimeout, cfg.UpstreamTimeout), log)
 

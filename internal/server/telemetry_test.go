@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -184,6 +185,10 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := value(t, fams, "costgw_limit_rejections_total", map[string]string{"limit": "depth"}); got != 0 {
 		t.Errorf("depth rejections = %v, want a series at 0", got)
+	}
+	bi := readBuildInfo()
+	if got := value(t, fams, "costgw_build_info", map[string]string{"version": bi.Version, "revision": bi.Revision, "goversion": runtime.Version()}); got != 1 {
+		t.Errorf("costgw_build_info = %v, want 1 with the build's version and Go's", got)
 	}
 	for _, name := range []string{
 		"costgw_upstream_breakers_open", "costgw_rate_limit_rejections_total", "costgw_callers_paced_total",

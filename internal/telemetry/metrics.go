@@ -116,6 +116,19 @@ func NewMetrics(breakersOpen func() int) *Metrics {
 	return m
 }
 
+// SetBuildInfo publishes costgw_build_info, 1 with the build's version,
+// revision and Go version as labels: what a dashboard joins on to say which
+// build each replica runs.
+func (m *Metrics) SetBuildInfo(version, revision, goVersion string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "costgw_build_info",
+		Help:        "Always 1, with the running build's version, revision (the VCS commit, empty when unknown) and Go version as labels.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion},
+	})
+	g.Set(1)
+	m.Registry.MustRegister(g)
+}
+
 // limitCodes name the limit each limit code stands for.
 var limitCodes = map[codes.Code]string{
 	codes.MaxTokens:       "tokens",
