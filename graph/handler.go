@@ -12,6 +12,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/generated"
@@ -129,17 +130,11 @@ func NewHandler(o Options) http.Handler {
 	// The limits extension parses and validates every document not in the
 	// cache itself, measuring it first; the parser's own token limit is a
 	// second guard for a document gqlgen parses again.
-	srv.Use(&limits.Extension{Config: lim, Documents: docs, DisableSuggestion: !o.Introspection,
-		DisableIntrospection: !o.Introspection, OnLookup: o.OnCacheLookup})
+	srv.Use(operationInfo{&limits.Extension{Config: lim, Documents: docs, DisableSuggestion: !o.Introspection,
+		DisableIntrospection: !o.Introspection, OnLookup: o.OnCacheLookup}})
 	if lim.MaxTokens > 0 {
 		srv.SetParserTokenLimit(lim.MaxTokens + 1)
 	}
-	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		if i, oc := InfoFrom(ctx), graphql.GetOperationContext(ctx); i != nil && oc != nil {
-			i.setOperation(oc)
-		}
-		return next(ctx)
-	})
 	srv.AroundResponses(costExtension(lim.MaxCost))
 	log := o.Logger
 	if log == nil {
@@ -225,4 +220,18 @@ func bearer(h string) (string, bool) {
 	}
 	key = strings.TrimSpace(key)
 	return key, key != "" && !strings.ContainsAny(key, " \t\r\n")
+}
+
+// operationInfo is the limits extension that records the operation in its
+// request's Info once the limits have checked it, refused or not: a
+// document a limit refuses after it parsed is counted, logged and traced as
+// the operation it is, with its estimate, not as one that did not parse.
+type operationInfo struct{ *limits.Extension }
+
+func (e operationInfo) MutateOperationContext(ctx context.Context, rc *graphql.OperationContext) *gqlerror.Error {
+	err := e.Extension.MutateOperationContext(ctx, rc)
+	if i := InfoFrom(ctx); i != nil {
+		i.setOperation(rc)
+	}
+	return err
 }

@@ -115,6 +115,16 @@ func TestMetrics(t *testing.T) {
 	if len(ans.Errors) == 0 || ans.Errors[0].Extensions["code"] != "GRAPHQL_PARSE_FAILED" {
 		t.Fatalf("parse error: %+v", ans.Errors)
 	}
+	// Refused by a limit once parsed: counted as the query it is (it was
+	// "unknown", as a document that does not parse).
+	aliases := "query TooManyAliases { budgets(first: 1) { nodes {"
+	for i := range 31 {
+		aliases += fmt.Sprintf(" a%d: name", i)
+	}
+	_, ans, _ = postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, aliases+" } } }")
+	if len(ans.Errors) == 0 || ans.Errors[0].Extensions["code"] != "MAX_ALIASES_LIMIT" {
+		t.Fatalf("aliases past the limit: %+v", ans.Errors)
+	}
 	_, ans, _ = postGraphQL(t, http.DefaultClient, gw.url, secret, `query WithAKey { budgets(first: 1) { nodes { name } } }`)
 	if len(ans.Errors) == 0 || ans.Errors[0].Extensions["code"] != "UNAUTHENTICATED" {
 		t.Fatalf("unknown key: %+v", ans.Errors)
@@ -148,13 +158,14 @@ func TestMetrics(t *testing.T) {
 		{map[string]string{"operation_type": "query", "code": "OK"}, 4},
 		{map[string]string{"operation_type": "unknown", "code": "GRAPHQL_PARSE_FAILED"}, 1},
 		{map[string]string{"operation_type": "query", "code": "UNAUTHENTICATED"}, 1},
+		{map[string]string{"operation_type": "query", "code": "MAX_ALIASES_LIMIT"}, 1},
 	} {
 		if got := value(t, fams, requests, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", requests, c.labels, got, c.want)
 		}
 	}
-	if got := value(t, fams, "costgw_graphql_request_duration_seconds", map[string]string{"operation_type": "query"}); got != 5 {
-		t.Errorf("request duration samples of queries = %v, want 5", got)
+	if got := value(t, fams, "costgw_graphql_request_duration_seconds", map[string]string{"operation_type": "query"}); got != 6 {
+		t.Errorf("request duration samples of queries = %v, want 6", got)
 	}
 	if got := value(t, fams, "costgw_graphql_requests_in_flight", map[string]string{}); got != 0 {
 		t.Errorf("requests in flight = %v, want 0", got)
@@ -176,9 +187,9 @@ func TestMetrics(t *testing.T) {
 	if got := value(t, fams, "costgw_upstream_call_duration_seconds", map[string]string{"route": "/v1/budgets/{id}"}); got != 1 {
 		t.Errorf("upstream duration samples of /v1/budgets/{id} = %v, want 1", got)
 	}
-	// Five documents, the list sent three times: two hits, four misses (the
+	// Six documents, the list sent three times: two hits, five misses (the
 	// one that does not parse is looked up too).
-	for result, want := range map[string]float64{"hit": 2, "miss": 4} {
+	for result, want := range map[string]float64{"hit": 2, "miss": 5} {
 		if got := value(t, fams, "costgw_query_cache_lookups_total", map[string]string{"result": result}); got != want {
 			t.Errorf("query cache lookups %s = %v, want %v", result, got, want)
 		}
