@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -169,8 +171,12 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 	if _, err := c.Budgets.Actuals(keyCtx(t), "bud_2"); err == nil {
 		t.Fatal("want the 404")
 	}
-	planning := upstream.Attempt{Op: "getBudgetPlanning", Method: "GET", Route: "/v1/budgets/{id}/planning"}
-	actuals := upstream.Attempt{Op: "getBudgetActuals", Method: "GET", Route: "/v1/budgets/{id}/actuals", Number: 1}
+	host, port := c.Server()
+	planning := upstream.Attempt{Op: "getBudgetPlanning", Method: "GET", Route: "/v1/budgets/{id}/planning", ServerAddress: host, ServerPort: port}
+	actuals := upstream.Attempt{Op: "getBudgetActuals", Method: "GET", Route: "/v1/budgets/{id}/actuals", Number: 1, ServerAddress: host, ServerPort: port}
+	if u, _ := url.Parse(f.URL); host != u.Hostname() || strconv.Itoa(port) != u.Port() {
+		t.Errorf("Server() = %s, %d; the client calls %s", host, port, f.URL)
+	}
 	at := func(a upstream.Attempt, n int) upstream.Attempt { a.Number = n; return a }
 	want := []upstream.AttemptResult{
 		{Attempt: at(planning, 1), Status: 503, RequestID: "env-1", Class: upstream.ClassServerError, Sent: true},
