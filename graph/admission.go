@@ -52,7 +52,7 @@ import (
 // caller's requests in flight counts against the allowance until it ends,
 // so that its line is let in a few at a time as the allowance comes back.
 // A refusal is an answer without data whose code the caller alone is to
-// blame for (Info.Refused: no key or one the upstream refuses, a document
+// blame for (Info.BlamesCaller: no key or one the upstream refuses, a document
 // that does not parse, validate or fit the limits, a malformed HTTP
 // request, invalid input), not one the upstream or the gateway failed.
 // (The per-key rate limit answers 429 before admission, and is a bound of
@@ -435,6 +435,6 @@ func (a *admission) admit(next http.Handler) http.Handler {
 		if id == callerUnverified && i.UpstreamCalls() > 0 && i.Outcome() == "OK" {
 			a.accepted(keyHash)
 		}
-		refused = a.refusals > 0 && i.Refused()
+		refused = a.refusals > 0 && i.BlamesCaller()
 	})
 }

@@ -160,10 +160,10 @@ func NewHandler(o Options) http.Handler {
 	}
 	// The body is read, by the request's deadline, before the request is
 	// admitted: a place bounds work, not a client's I/O (readfirst.go).
-	return private(readFirst(maxBody, adm, guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
+	return noStore(readFirst(maxBody, adm, guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
 }
 
-// private marks every answer of the endpoint as one no cache may keep:
+// noStore marks every answer of the endpoint as one no cache may keep:
 // Cache-Control: no-store, and Vary: Authorization for a cache that ignores
 // it. An answer carries one organization's data, chosen by the bearer key,
 // not by the URL, so a shared cache keyed by URL (a CDN caching the GET of an
@@ -172,16 +172,16 @@ func NewHandler(o Options) http.Handler {
 // and are marked the same, so that no answer's headers depend on what it
 // says. The headers are set before any other handler runs, so the answers
 // written by admission, the deadline guard and the transport all carry them.
-func private(next http.Handler) http.Handler {
+func noStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		MarkPrivate(w.Header())
+		MarkNoStore(w.Header())
 		next.ServeHTTP(w, r)
 	})
 }
 
-// MarkPrivate sets the headers of private in h, for an answer of the
+// MarkNoStore sets the headers of noStore in h, for an answer of the
 // endpoint written before its handler runs (the server's rate limit).
-func MarkPrivate(h http.Header) {
+func MarkNoStore(h http.Header) {
 	h.Set("Cache-Control", "no-store")
 	h.Add("Vary", "Authorization")
 }

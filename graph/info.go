@@ -28,9 +28,9 @@ type Info struct {
 	code      codes.Code
 	estimated int
 	answered  bool
-	data      json.RawMessage // the data of an answer with errors, for Refused
+	data      json.RawMessage // the data of an answer with errors, for BlamesCaller
 	// callers is set for an answer whose code is not the caller's alone
-	// in general but is here (a 429 for its caller's bodies): Refused.
+	// in general but is here (a 429 for its caller's bodies): BlamesCaller.
 	callers bool
 }
 
@@ -102,7 +102,7 @@ func (i *Info) setOperation(oc *graphql.OperationContext) {
 }
 
 // answer records the code of an answer: the first error's, or none; and,
-// when it has errors, its data, for Refused.
+// when it has errors, its data, for BlamesCaller.
 func (i *Info) answer(list gqlerror.List, data json.RawMessage) {
 	if i == nil {
 		return
@@ -141,21 +141,21 @@ func hasRootValue(data json.RawMessage) bool {
 	return false
 }
 
-// Refused reports whether the request was refused through its caller's
+// BlamesCaller reports whether the request was refused through its caller's
 // fault alone: answered with a code that blames the caller
 // (codes.Info.Caller) and without any data. An answer with data and an
 // error on some field (a scope the key lacks, an invalid argument deep in
 // the query) is not a refusal: the caller got something.
-func (i *Info) Refused() bool {
+func (i *Info) BlamesCaller() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	c, _ := i.code.Info()
 	return i.answered && (c.Caller || i.callers) && !hasRootValue(i.data)
 }
 
-// callersFault records that the request is refused through its caller's
+// blameCaller records that the request is refused through its caller's
 // fault alone, whatever its code says in general.
-func (i *Info) callersFault() {
+func (i *Info) blameCaller() {
 	if i == nil {
 		return
 	}
@@ -164,12 +164,10 @@ func (i *Info) callersFault() {
 	i.callers = true
 }
 
-// Refuse records that the request was answered with the code c before the
-// GraphQL endpoint saw it (by the server's rate limit).
-func (i *Info) Refuse(c codes.Code) { i.refused(c) }
-
-// refused records an answer the transport gave itself.
-func (i *Info) refused(c codes.Code) {
+// AnsweredWith records that the request was answered with the code c
+// without the executor: by the transport, or before the GraphQL endpoint
+// saw it (the server's rate limit). The first answer recorded stands.
+func (i *Info) AnsweredWith(c codes.Code) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if !i.answered {

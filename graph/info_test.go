@@ -55,14 +55,14 @@ func TestCostInfoJSON(t *testing.T) {
 func TestRefusedCountsACallersFault(t *testing.T) {
 	t.Parallel()
 	limited := &Info{}
-	limited.refused(codes.RateLimited)
-	if limited.Refused() {
+	limited.AnsweredWith(codes.RateLimited)
+	if limited.BlamesCaller() {
 		t.Error("a 429 of the rate limit counts as a refusal for pacing")
 	}
 	bodies := &Info{}
-	bodies.callersFault()
-	bodies.refused(codes.RateLimited)
-	if !bodies.Refused() {
+	bodies.blameCaller()
+	bodies.AnsweredWith(codes.RateLimited)
+	if !bodies.BlamesCaller() {
 		t.Error("a 429 for the caller's bodies does not count as a refusal for pacing")
 	}
 }

@@ -146,7 +146,7 @@ func TestIntrospectionIsBoundedBeforeItRuns(t *testing.T) {
 func TestIntrospectionLimitAdmitsTools(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	counts := cost.NewSchema(schematest.Schema)
+	counts := cost.NewIntrospectionCounts(schematest.Schema)
 	for name, q := range map[string]string{
 		"every option":    introspection.Query,
 		"default":         introspection.QueryOf(introspection.Options{}),

@@ -191,7 +191,7 @@ func (t httpTransport) params(w http.ResponseWriter, r *http.Request, hasKey boo
 	defer done()
 	if errors.Is(err, errCallerBodies) {
 		w.Header().Set("Retry-After", "1")
-		InfoFrom(r.Context()).callersFault()
+		InfoFrom(r.Context()).blameCaller()
 		return nil, "", refuse(http.StatusTooManyRequests, codes.RateLimited, fmt.Sprintf(
 			"this caller's requests hold %d MiB of bodies not yet decoded, the most one caller may; send it again later", MaxCallerBodyBytes>>20))
 	}
@@ -505,7 +505,7 @@ func introspectionOnly(rc *graphql.OperationContext) bool {
 // the code in its Info.
 func refuseRequest(w http.ResponseWriter, r *http.Request, status int, errs ...*codes.Error) {
 	if i := InfoFrom(r.Context()); i != nil && len(errs) > 0 {
-		i.refused(errs[0].Code)
+		i.AnsweredWith(errs[0].Code)
 	}
 	codes.Write(w, r, status, errs...)
 }

@@ -190,9 +190,9 @@ func (s scrubber) tokenRequestID(id string) (string, bool) {
 	return id, true
 }
 
-// holdsFold reports whether s holds sub without regard to ASCII case; both
+// containsFoldASCII reports whether s holds sub without regard to ASCII case; both
 // are ASCII. It allocates nothing.
-func holdsFold(s, sub string) bool {
+func containsFoldASCII(s, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
@@ -262,7 +262,7 @@ func replaceFold(s, old, repl string) string {
 // lowering is ASCII's.
 func containsFold(s, sub string) bool {
 	if isASCII(s) && isASCII(sub) {
-		return holdsFold(s, sub)
+		return containsFoldASCII(s, sub)
 	}
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) || strings.Contains(s, sub)
 }

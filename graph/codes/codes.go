@@ -96,7 +96,7 @@ type Info struct {
 	// alone, neither the upstream's nor the gateway's: the same request
 	// fails the same way from any replica at any time. Admission paces a
 	// caller often answered with such a code and no data
-	// (-caller-refusals; Info.Refused in package graph).
+	// (-caller-refusals; Info.BlamesCaller in package graph).
 	Caller bool
 }
 

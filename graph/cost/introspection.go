@@ -14,7 +14,7 @@ import (
 // directives) multiplies what is selected under it. 30 aliases of
 // __schema { types { … } } once answered 3 MB for 110 ms of CPU, without a
 // key. IntrospectionValues estimates the answer before it runs, from the
-// schema's counts (Schema), in one pass that visits each fragment once per
+// schema's counts (IntrospectionCounts), in one pass that visits each fragment once per
 // kind of object it is read as.
 //
 // The estimate counts values: every field written for every object (a
@@ -29,9 +29,9 @@ import (
 // selection counts once, as it runs once), so the estimate is an upper
 // bound of what gqlgen's introspection writes.
 
-// Schema is what IntrospectionValues reads of a schema: how many objects of
+// IntrospectionCounts is what IntrospectionValues reads of a schema: how many objects of
 // each introspection kind it has, in all and at most on one parent.
-type Schema struct {
+type IntrospectionCounts struct {
 	types, directives int // __schema.types, __schema.directives
 	// roots: which of queryType, mutationType and subscriptionType the
 	// schema has (the others are null)
@@ -60,10 +60,10 @@ const (
 	refPops
 )
 
-// NewSchema counts what introspection answers of s, as gqlgen's
+// NewIntrospectionCounts counts what introspection answers of s, as gqlgen's
 // introspection package reads it.
-func NewSchema(s *ast.Schema) *Schema {
-	c := &Schema{types: len(s.Types), directives: len(s.Directives), roots: map[string]bool{
+func NewIntrospectionCounts(s *ast.Schema) *IntrospectionCounts {
+	c := &IntrospectionCounts{types: len(s.Types), directives: len(s.Directives), roots: map[string]bool{
 		"queryType": s.Query != nil, "mutationType": s.Mutation != nil, "subscriptionType": s.Subscription != nil,
 	}}
 	ref := func(pop int, t *ast.Type) {
@@ -137,7 +137,7 @@ func wrappers(t *ast.Type) int {
 // IntrospectionValues estimates how many values the introspection of op
 // writes on schema s (see above). It does not depend on variables, so it is
 // kept with the operation (opmemo) for every request of a cached document.
-func IntrospectionValues(op *ast.OperationDefinition, s *Schema) int {
+func IntrospectionValues(op *ast.OperationDefinition, s *IntrospectionCounts) int {
 	if op == nil || s == nil {
 		return 0
 	}
@@ -181,7 +181,7 @@ type objects struct {
 }
 
 // n is how many objects there are.
-func (s *Schema) n(o objects) int {
+func (s *IntrospectionCounts) n(o objects) int {
 	switch o.kind {
 	case allTypes:
 		return s.types
@@ -202,7 +202,7 @@ func (s *Schema) n(o objects) int {
 	return 1
 }
 
-func (s *Schema) refs0(pop int) int {
+func (s *IntrospectionCounts) refs0(pop int) int {
 	if len(s.refs[pop]) == 0 {
 		return 0
 	}
@@ -215,7 +215,7 @@ type introMemo struct {
 }
 
 type introspector struct {
-	s    *Schema
+	s    *IntrospectionCounts
 	memo map[introMemo]int // -1: being visited
 }
 

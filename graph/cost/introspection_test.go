@@ -44,7 +44,7 @@ func TestIntrospectionValues(t *testing.T) {
 	srv.AddTransport(transport.POST{})
 	srv.Use(extension.Introspection{})
 	c := client.New(srv)
-	counts := cost.NewSchema(es.Schema())
+	counts := cost.NewIntrospectionCounts(es.Schema())
 	typesBody := `name kind description fields(includeDeprecated: true) { name args { name type { name kind ofType { name kind } } } type { name kind ofType { name kind ofType { name kind } } } }
 		inputFields { name defaultValue type { name kind ofType { name kind } } } enumValues(includeDeprecated: true) { name } interfaces { name } possibleTypes { name }`
 	aliases := func(n int) string {

@@ -65,7 +65,7 @@ type Extension struct {
 	OnLookup func(hit bool)
 
 	schema *ast.Schema
-	counts *cost.Schema // what introspection of schema answers
+	counts *cost.IntrospectionCounts // what introspection of schema answers
 }
 
 var (
@@ -83,7 +83,7 @@ func (e *Extension) Validate(es graphql.ExecutableSchema) error {
 		return errors.New("limits: Extension.Documents is nil")
 	}
 	e.schema = es.Schema()
-	e.counts = cost.NewSchema(e.schema)
+	e.counts = cost.NewIntrospectionCounts(e.schema)
 	return nil
 }
 
@@ -166,7 +166,7 @@ const MaxIntrospectionValues = 10_000
 // counted in s (MAX_INTROSPECTION_LIMIT, stating the estimate). A keyless
 // request may run nothing but introspection, and 30 aliases of
 // __schema { types { … } } once answered 3 MB for 110 ms of CPU.
-func CheckIntrospection(op *ast.OperationDefinition, s *cost.Schema) *gqlerror.Error {
+func CheckIntrospection(op *ast.OperationDefinition, s *cost.IntrospectionCounts) *gqlerror.Error {
 	if v := cost.IntrospectionValues(op, s); v > MaxIntrospectionValues {
 		return codes.Errorf(codes.MaxIntrospection,
 			"the operation's introspection would write an estimated %d values; at most %d are allowed, about twice a whole introspection of the schema",
@@ -208,7 +208,7 @@ func CheckTokens(query string, max int) *gqlerror.Error {
 
 // checkText applies the limits that the text alone measures (ScanText):
 // tokens first, then the fields written.
-func checkText(query string, c Config) (Text, *gqlerror.Error) {
+func checkText(query string, c Config) (TextMeasure, *gqlerror.Error) {
 	t := ScanText(query, c.MaxTokens)
 	if c.MaxTokens > 0 && t.Tokens > c.MaxTokens {
 		return t, tooManyTokens(c.MaxTokens)

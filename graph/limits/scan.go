@@ -2,11 +2,11 @@ package limits
 
 import "strings"
 
-// Text is what a query document measures from its text alone, before it is
+// TextMeasure is what a query document measures from its text alone, before it is
 // parsed: one pass over its bytes, far cheaper than gqlparser's lexer (a
 // comment or a string is skipped eight bytes at a time, and nothing is
 // allocated).
-type Text struct {
+type TextMeasure struct {
 	// Tokens are the lexical tokens, counted as gqlparser's lexer and parser
 	// count them (comments included, commas and whitespace not). The count
 	// stops at the limit the scan was given plus one.
@@ -30,7 +30,7 @@ type Text struct {
 
 // ScanText measures query; it stops once more than maxTokens tokens have
 // been seen (0: no limit).
-func ScanText(query string, maxTokens int) Text { return scanText(query, maxTokens, nil) }
+func ScanText(query string, maxTokens int) TextMeasure { return scanText(query, maxTokens, nil) }
 
 // WithoutComments is query with the text of each comment left out (its #
 // kept), for a parser that gqlparser's lexer would otherwise walk through
@@ -51,7 +51,7 @@ func WithoutComments(query string) string {
 
 // scanText is ScanText, which with strip writes query to it without the
 // comments' text.
-func scanText(query string, maxTokens int, strip *strings.Builder) (t Text) {
+func scanText(query string, maxTokens int, strip *strings.Builder) (t TextMeasure) {
 	copied := 0 // query[:copied] is in strip
 	if strip != nil {
 		defer func() { strip.WriteString(query[copied:]) }()

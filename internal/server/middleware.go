@@ -50,19 +50,19 @@ func infoAttrs(r *http.Request) []slog.Attr {
 // observe is the upstream client's observer: every attempt it sends counts
 // toward its request's Info (the access line, extensions.cost), and, when
 // they are on, gets its span and its metrics.
-func (g *instruments) observe(ctx context.Context, a upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
+func (in *instruments) observe(ctx context.Context, a upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
 	graph.CountUpstreamCall(ctx)
 	var endSpan func(upstream.AttemptResult)
-	if g.tracing.Enabled() && a.Op != upstream.OpPing { // probes make no traces
+	if in.tracing.Enabled() && a.Op != upstream.OpPing { // probes make no traces
 
-		ctx, endSpan = g.tracing.Upstream(ctx, a)
+		ctx, endSpan = in.tracing.Upstream(ctx, a)
 	}
-	if g.metrics == nil && endSpan == nil {
+	if in.metrics == nil && endSpan == nil {
 		return ctx, nil
 	}
 	return ctx, func(r upstream.AttemptResult) {
-		if g.metrics != nil {
-			g.metrics.UpstreamAttempt(r)
+		if in.metrics != nil {
+			in.metrics.UpstreamAttempt(r)
 		}
 		if endSpan != nil {
 			endSpan(r)
@@ -72,18 +72,18 @@ func (g *instruments) observe(ctx context.Context, a upstream.Attempt) (context.
 
 // graphql wraps the GraphQL endpoint: the per-key rate limit (when limiter
 // is not nil), the operation's span, and its metrics.
-func (g *instruments) graphql(limiter sharedstate.Limiter, perSecond int, next http.Handler) http.Handler {
+func (in *instruments) graphql(limiter sharedstate.Limiter, perSecond int, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var done func(opType, code string, d time.Duration, cutOff bool)
-		if g.metrics != nil {
-			done = g.metrics.RequestStarted()
+		if in.metrics != nil {
+			done = in.metrics.RequestStarted()
 		}
 		start := time.Now()
-		ctx, op := g.tracing.StartOperation(r.Context())
+		ctx, op := in.tracing.StartOperation(r.Context())
 		info := graph.InfoFrom(ctx)
 		if limiter != nil && !allowed(ctx, w, r, limiter, perSecond) {
-			if g.metrics != nil {
-				g.metrics.RateLimited()
+			if in.metrics != nil {
+				in.metrics.RateLimited()
 			}
 		} else {
 			next.ServeHTTP(w, r.WithContext(ctx))
@@ -117,13 +117,13 @@ func allowed(ctx context.Context, w http.ResponseWriter, r *http.Request, limite
 		return true
 	}
 	if i := graph.InfoFrom(ctx); i != nil {
-		i.Refuse(codes.RateLimited)
+		i.AnsweredWith(codes.RateLimited)
 	}
 	who := "this API key is"
 	if key == "" {
 		who = "requests without an API key are"
 	}
-	graph.MarkPrivate(w.Header())
+	graph.MarkNoStore(w.Header())
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retryAfter.Seconds(), 1)))))
 	codes.Write(w, r, http.StatusTooManyRequests, codes.Errorf(codes.RateLimited,
 		"%s over the gateway's rate limit of %d requests a second; retry after Retry-After", who, perSecond).

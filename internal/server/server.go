@@ -127,7 +127,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		upstreamURL = "http://" + simLn.Addr().String()
 	}
 
-	g := &instruments{tracing: tracing}
+	inst := &instruments{tracing: tracing}
 	base := upstream.NewTransport()
 	base.ResponseHeaderTimeout = cfg.UpstreamTimeout
 	// The traceparent goes on through the client, not a RoundTripper around
@@ -136,7 +136,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	opts := []upstream.Option{
 		upstream.WithHTTPClient(&http.Client{Transport: base, Timeout: cfg.UpstreamTimeout}),
 		upstream.WithMaxInFlight(cfg.UpstreamInFlight),
-		upstream.WithObserver(g.observe),
+		upstream.WithObserver(inst.observe),
 		upstream.WithLogger(log),
 	}
 	if tracing.Enabled() {
@@ -147,9 +147,9 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		return err
 	}
 	if adminLn != nil {
-		g.metrics = telemetry.NewMetrics(client.BreakersOpen)
+		inst.metrics = telemetry.NewMetrics(client.BreakersOpen)
 		bi := readBuildInfo()
-		g.metrics.SetBuildInfo(bi.Version, bi.Revision, bi.Go)
+		inst.metrics.SetBuildInfo(bi.Version, bi.Revision, bi.Go)
 	}
 	readyz := newReadiness(client.Ping, min(readinessTimeout, cfg.UpstreamTimeout), log)
 
@@ -193,24 +193,26 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		InFlight:         cfg.RequestsInFlight,
 		CallerRefusals:   cfg.CallerRefusals,
 	}
-	if g.metrics != nil {
-		gopts.OnPanic, gopts.OnCacheLookup, gopts.OnPaced = g.metrics.Panic, g.metrics.CacheLookup, g.metrics.Paced
+	if inst.metrics != nil {
+		gopts.OnPanic, gopts.OnCacheLookup, gopts.OnPaced = inst.metrics.Panic, inst.metrics.CacheLookup, inst.metrics.Paced
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", g.graphql(limiter, cfg.RateLimit, graph.NewHandler(gopts)))
-	health := mux
+	mux.Handle("/graphql", inst.graphql(limiter, cfg.RateLimit, graph.NewHandler(gopts)))
+	// The admin routes: on the admin listener when there is one, beside
+	// /graphql otherwise (then only the health endpoints).
+	adminMux := mux
 	if adminLn != nil {
-		health = http.NewServeMux()
-		health.Handle("GET /metrics", promhttp.HandlerFor(g.metrics.Registry, promhttp.HandlerOpts{}))
-		health.HandleFunc("/debug/pprof/", pprof.Index)
-		health.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		health.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		health.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		health.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		adminMux = http.NewServeMux()
+		adminMux.Handle("GET /metrics", promhttp.HandlerFor(inst.metrics.Registry, promhttp.HandlerOpts{}))
+		adminMux.HandleFunc("/debug/pprof/", pprof.Index)
+		adminMux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		adminMux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		adminMux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		adminMux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	health.HandleFunc("GET /healthz", healthz)
-	health.Handle("GET /readyz", readyz)
-	health.HandleFunc("GET /version", version)
+	adminMux.HandleFunc("GET /healthz", healthz)
+	adminMux.Handle("GET /readyz", readyz)
+	adminMux.HandleFunc("GET /version", version)
 	if cfg.Playground {
 		// Every path no other route claims: index.html at /, assets below.
 		mux.Handle("/", playground.Handler(playgroundConfig(onSimulator)))
@@ -227,7 +229,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	// answers preflights before a route sees them; every request gets its
 	// deadline.
 	srv := &http.Server{
-		Handler: httpx.Recover(log, g.internalError,
+		Handler: httpx.Recover(log, inst.internalError,
 			httpx.RequestID(
 				withInfo(
 					tracing.Handler(
@@ -281,10 +283,10 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	if adminLn == nil {
 		return httpx.Serve(ctx, srv, ln, grace, log, graph.Overdue)
 	}
-	admin := &http.Server{Handler: health, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: graph.MaxHeaderBytes, WriteTimeout: time.Minute,
+	adminSrv := &http.Server{Handler: adminMux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: graph.MaxHeaderBytes, WriteTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	adminDone := make(chan error, 1)
-	go func() { adminDone <- httpx.Serve(ctx, admin, adminLn, grace, slog.New(slog.DiscardHandler), nil) }()
+	go func() { adminDone <- httpx.Serve(ctx, adminSrv, adminLn, grace, slog.New(slog.DiscardHandler), nil) }()
 	err = httpx.Serve(ctx, srv, ln, grace, log, graph.Overdue)
 	if aerr := <-adminDone; err == nil {
 		err = aerr
@@ -300,9 +302,9 @@ type instruments struct {
 }
 
 // internalError answers a request whose handler panicked.
-func (g *instruments) internalError(w http.ResponseWriter, r *http.Request) {
-	if g.metrics != nil {
-		g.metrics.Panic("http")
+func (in *instruments) internalError(w http.ResponseWriter, r *http.Request) {
+	if in.metrics != nil {
+		in.metrics.Panic("http")
 	}
 	codes.Write(w, r, http.StatusInternalServerError, codes.Errorf(codes.Internal, "internal error"))
 }
