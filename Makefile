@@ -71,12 +71,17 @@ deploy-check: build-sim
 # simulator, then the telemetry overhead and hostile traffic, written to
 # docs/benchmarks.md (about thirty minutes on 2 cores).
 bench: bench/mesh/node_modules/.package-lock.json
-	go run ./bench
+	go -C bench run .
 
-# Every benchmark configuration for about a second, to keep the harness
-# working; the report goes to a temporary file.
+# The harness's own vet and tests (it is a module of its own, bench/go.mod,
+# which the product's go vet ./... and go test ./... leave out: among them
+# the minimum upstream calls of every benchmark query), then every benchmark
+# configuration for about a second, to keep the harness working; the report
+# goes to a temporary file.
 bench-smoke: bench/mesh/node_modules/.package-lock.json
-	go run ./bench -smoke
+	go -C bench vet ./...
+	go -C bench test -count=1 ./...
+	go -C bench run . -smoke
 
 # The hostile-traffic benchmark alone (issue 14): every hostile shape and
 # random documents from 50 attackers beside legitimate traffic, a quiet run
@@ -85,7 +90,7 @@ bench-smoke: bench/mesh/node_modules/.package-lock.json
 # other), about four minutes. Its section of docs/benchmarks.md is replaced; the others are kept
 # from docs/benchmarks.json. `make bench` runs it too, at its end.
 bench-hostile:
-	go run ./bench -hostile
+	go -C bench run . -hostile
 
 # The telemetry-overhead benchmark alone (issue 11): the gateway with its
 # telemetry off, with its metrics on and scraped, and with tracing at 1 % and
@@ -97,7 +102,7 @@ bench-hostile:
 OVERHEAD_ARGS ?=
 
 bench-overhead:
-	go run ./bench -overhead $(OVERHEAD_ARGS)
+	go -C bench run . -overhead $(OVERHEAD_ARGS)
 
 # CPU and allocation profiles of the gateway serving one of the benchmark
 # queries (bench/queries.go) under the harness's load, written to
@@ -107,7 +112,7 @@ QUERY ?= Overview
 PROFILE_ARGS ?=
 
 profile:
-	go run ./bench -profile $(QUERY) $(PROFILE_ARGS)
+	go -C bench run . -profile $(QUERY) $(PROFILE_ARGS)
 
 bench/mesh/node_modules/.package-lock.json: bench/mesh/package-lock.json bench/mesh/package.json
 	cd bench/mesh && npm ci

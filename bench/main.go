@@ -3,14 +3,18 @@
 // floor) and GraphQL Mesh, all on the same simulator process, then attacks
 // it with hostile traffic, and writes docs/benchmarks.md and its JSON.
 //
-// Run it from the repository root:
+// It is a module of its own (bench/go.mod, the gateway's module replaced by
+// this checkout), so that building and testing the product builds none of
+// it. Run it with make (`make bench`, `make bench-smoke`, …) or from the
+// repository root, where its paths are read from; run from bench/, it moves
+// to the root itself:
 //
-//	(cd bench/mesh && npm ci)    # once: GraphQL Mesh and Hive Gateway
-//	go run ./bench               # the full run, about twenty minutes
-//	go run ./bench -smoke        # every configuration for about a second; CI
-//	go run ./bench -hostile      # the hostile-traffic benchmark alone (hostile.go)
-//	go run ./bench -overhead     # the telemetry-overhead benchmark alone (overhead.go)
-//	go run ./bench -profile Q    # CPU and allocation profiles of the gateway serving Q (profile.go)
+//	(cd bench/mesh && npm ci)      # once: GraphQL Mesh and Hive Gateway
+//	go -C bench run .              # the full run, about thirty minutes
+//	go -C bench run . -smoke       # every configuration for about a second; CI
+//	go -C bench run . -hostile     # the hostile-traffic benchmark alone (hostile.go)
+//	go -C bench run . -overhead    # the telemetry-overhead benchmark alone (overhead.go)
+//	go -C bench run . -profile Q   # CPU and allocation profiles of the gateway serving Q (profile.go)
 //
 // It builds the gateway and cmd/costsim, starts them on loopback ports, seeds
 // the simulator to 50 budgets, starts the floor (floor.go) and composes and
@@ -41,6 +45,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/mod/modfile"
 )
 
 // config is what the flags select.
@@ -111,6 +117,21 @@ type config struct {
 	floorUpstream string
 	floorBudget   string
 }
+
+// toRepositoryRoot makes the repository root the working directory: it is,
+// or bench/ under it is, where `go -C bench run .` starts the harness.
+func toRepositoryRoot() error {
+	for _, dir := range []string{".", ".."} {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && modfile.ModulePath(b) == gatewayModule {
+			return os.Chdir(dir)
+		}
+	}
+	return errors.New("run it from the repository root or bench/: make bench, or go -C bench run .")
+}
+
+// gatewayModule is the module the harness measures.
+const gatewayModule = "github.com/costgw/gateway"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -379,8 +400,8 @@ type record struct {
 }
 
 func run(ctx context.Context, cfg config) error {
-	if _, err := os.Stat("go.mod"); err != nil {
-		return errors.New("run it from the repository root: go run ./bench")
+	if err := toRepositoryRoot(); err != nil {
+		return err
 	}
 	if cfg.profile != "" {
 		return runProfile(ctx, cfg)
@@ -756,7 +777,8 @@ func runAllocBenchmarks(ctx context.Context, cfg config) ([]allocResult, error) 
 		pattern += "(" + strings.Join(cfg.queries, "|") + ")$"
 	}
 	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", pattern, "-benchmem",
-		"-benchtime", cfg.benchtime, "./bench")
+		"-benchtime", cfg.benchtime, ".")
+	cmd.Dir = "bench"
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -25,13 +25,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/costgw/gateway/bench/profilehook"
+	"github.com/costgw/gateway/internal/profilehook"
 )
 
 // hookSource is the file the overlay adds to the gateway's main package.
 const hookSource = `package main
 
-import "github.com/costgw/gateway/bench/profilehook"
+import "github.com/costgw/gateway/internal/profilehook"
 
 func init() { profilehook.Install() }
 `
