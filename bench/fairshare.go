@@ -129,21 +129,12 @@ func (r *fairReport) aShare(ph *fairPhase) float64 {
 // quietBeside is the mean of A's rate in the quiet phases nearest before and
 // after phase i.
 func (r *fairReport) quietBeside(i int) float64 {
-	var sum float64
-	var n int
-	for _, dir := range []int{-1, 1} {
-		for j := i + dir; j >= 0 && j < len(r.Phases); j += dir {
-			if q := &r.Phases[j]; q.Kind == phaseQuiet && q.A.OK > 0 {
-				sum += q.aRPS()
-				n++
-				break
-			}
+	return meanBeside(i, len(r.Phases), func(j int) float64 {
+		if q := &r.Phases[j]; q.Kind == phaseQuiet {
+			return q.aRPS()
 		}
-	}
-	if n == 0 {
 		return 0
-	}
-	return sum / float64(n)
+	})
 }
 
 // ofQuiet is A's rate in phase i ÷ the quiet runs beside it (0 without one).

@@ -196,21 +196,33 @@ func (r *hostileReport) quietCPU() time.Duration {
 // quiet phases before and after every attack (those before interleaving)
 // gets the mean of the two, as it had.
 func (r *hostileReport) quietBeside(i int) float64 {
+	return meanBeside(i, len(r.Phases), func(j int) float64 {
+		if q := &r.Phases[j]; q.Kind == phaseQuiet && q.Stopped == "" {
+			return q.legitRPS()
+		}
+		return 0
+	})
+}
+
+// meanBeside is the mean of the rates of the phases nearest before and after
+// phase i of n (the one there is, at an end) whose rate(j) is above 0: the
+// quiet runs that measured something, rate 0 for any other phase.
+func meanBeside(i, n int, rate func(j int) float64) float64 {
 	var sum float64
-	var n int
+	var found int
 	for _, dir := range []int{-1, 1} {
-		for j := i + dir; j >= 0 && j < len(r.Phases); j += dir {
-			if q := &r.Phases[j]; q.Kind == phaseQuiet && q.Stopped == "" && q.legitRPS() > 0 {
-				sum += q.legitRPS()
-				n++
+		for j := i + dir; j >= 0 && j < n; j += dir {
+			if x := rate(j); x > 0 {
+				sum += x
+				found++
 				break
 			}
 		}
 	}
-	if n == 0 {
+	if found == 0 {
 		return 0
 	}
-	return sum / float64(n)
+	return sum / float64(found)
 }
 
 // interleaved reports whether a quiet phase follows each shape's attack.

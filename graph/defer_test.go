@@ -17,24 +17,32 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// @defer over multipart/mixed, read by a real client library: urql runs
-// the Explorer dashboard with its slow panels deferred and gets them in
-// later parts, merged into one result (test/frontend/scripts/defer.mjs).
-// It needs Node.js and test/frontend's npm packages (make test installs
-// them); without either it skips and says so.
-func TestDeferWithARealClient(t *testing.T) {
-	t.Parallel()
+// frontendPackages returns Node.js and test/frontend, where the client
+// libraries are installed (make test installs them); without Node.js or one
+// of pkgs the test skips and says so.
+func frontendPackages(t *testing.T, pkgs ...string) (node, dir string) {
+	t.Helper()
 	dir, err := filepath.Abs("../test/frontend")
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the @defer client test needs Node.js")
+	if node, err = exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the client libraries' tests need Node.js")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@urql", "core")); err != nil {
-		t.Skip("urql is not installed: run make test, or npm ci in test/frontend")
+	for _, pkg := range pkgs {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
+			t.Skipf("%s is not installed: run make test, or npm ci in test/frontend", pkg)
+		}
 	}
+	return node, dir
+}
+
+// @defer over multipart/mixed, read by a real client library: urql runs
+// the Explorer dashboard with its slow panels deferred and gets them in
+// later parts, merged into one result (test/frontend/scripts/defer.mjs).
+func TestDeferWithARealClient(t *testing.T) {
+	t.Parallel()
+	node, dir := frontendPackages(t, "@urql/core")
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()

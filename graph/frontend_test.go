@@ -15,23 +15,10 @@ import (
 // The client libraries a frontend uses, at run time against the gateway on
 // the simulator: Apollo Client 4, urql with graphcache and relay-runtime, set
 // up as docs/schema.md shows (test/frontend/setup), run by Node's test runner
-// over test/frontend/runtime/*.test.mjs. It needs Node.js and test/frontend's
-// npm packages (make test installs them); without either it skips and says so.
+// over test/frontend/runtime/*.test.mjs (frontendPackages).
 func TestFrontendClientsAtRunTime(t *testing.T) {
 	t.Parallel()
-	dir, err := filepath.Abs("../test/frontend")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the client libraries' run-time tests need Node.js")
-	}
-	for _, pkg := range []string{"@apollo/client", "@urql/exchange-graphcache", "relay-runtime"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
-			t.Skipf("%s is not installed: run make test, or npm ci in test/frontend", pkg)
-		}
-	}
+	node, dir := frontendPackages(t, "@apollo/client", "@urql/exchange-graphcache", "relay-runtime")
 	files, err := filepath.Glob(filepath.Join(dir, "runtime", "*.test.mjs"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test files in test/frontend/runtime: %v", err)
