@@ -115,5 +115,7 @@ func appendLeaves(b []byte, fields []graphql.CollectedField, written []int, type
 // NoChildFields is the Child of the field context of a plain leaf, which
 // the generated executor marshals straight from its struct member.
 func NoChildFields(context.Context, graphql.CollectedField) (*graphql.FieldContext, error) {
-	return nil, errors.New("field of a scalar or enum type does not have child fields")
+	return nil, errNoChildFields
 }
+
+var errNoChildFields = errors.New("field of a scalar or enum type does not have child fields")

@@ -54,6 +54,9 @@ type delayed struct {
 	i       int
 	nonNull bool
 	f       func(context.Context) graphql.Marshaler
+	// recover reports a panic of f through oc, and makes the field null.
+	recover bool
+	oc      *graphql.OperationContext
 }
 
 // NewObject returns the field set of an object whose selection collected
@@ -74,13 +77,7 @@ func NewObject(fields []graphql.CollectedField) *Object {
 // field is null; a non-null field that resolves to graphql.Null, or a
 // nullable one to graphql.RequiredNull, counts in Invalids.
 func (o *Object) ResolveConcurrently(oc *graphql.OperationContext, i int, recoverFromPanic, nonNull bool, resolve func(context.Context) graphql.Marshaler) {
-	if recoverFromPanic {
-		o.delayed = append(o.delayed, delayed{i: i, nonNull: nonNull, f: func(ctx context.Context) graphql.Marshaler {
-			return recoverToNull(ctx, oc, resolve)
-		}})
-		return
-	}
-	o.delayed = append(o.delayed, delayed{i: i, nonNull: nonNull, f: resolve})
+	o.delayed = append(o.delayed, delayed{i: i, nonNull: nonNull, f: resolve, recover: recoverFromPanic, oc: oc})
 }
 
 // ResolveRootConcurrently is ResolveConcurrently for a field of a root
@@ -111,7 +108,12 @@ func recoverToNull(ctx context.Context, oc *graphql.OperationContext, resolve fu
 }
 
 func (o *Object) run(ctx context.Context, d *delayed) {
-	v := d.f(ctx)
+	var v graphql.Marshaler
+	if d.recover {
+		v = recoverToNull(ctx, d.oc, d.f)
+	} else {
+		v = d.f(ctx)
+	}
 	o.Values[d.i] = v
 	if d.nonNull && v == graphql.Null || !d.nonNull && v == graphql.RequiredNull {
 		atomic.AddUint32(&o.Invalids, 1)
