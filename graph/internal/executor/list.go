@@ -15,7 +15,7 @@ import (
 // goroutine, a semaphore waiter and a closure for each: as there, each
 // element has a field context with its index, a cancelled request stops
 // the list with its error, and with recoverFromPanic a panic is reported at
-// the element's path and makes the list nil.
+// the element's path and makes the list nil, which is written as [].
 func List[T, E any](ctx context.Context, ec E, sel ast.SelectionSet, v []T, recoverFromPanic bool, marshal func(E, context.Context, ast.SelectionSet, *T) graphql.Marshaler) graphql.Array {
 	ret := make(graphql.Array, len(v))
 	if len(v) == 0 {
