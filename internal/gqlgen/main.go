@@ -156,6 +156,12 @@ func main() {
 }
 
 func run() error {
+	// The templates first: gqlgen's generator writes its own executor, which
+	// a wrong version would leave in graph/generated.
+	tpl, err := executorTemplates()
+	if err != nil {
+		return err
+	}
 	cfg, err := config.LoadConfigFromDefaultLocations()
 	if err != nil {
 		return err
@@ -173,10 +179,6 @@ func run() error {
 	}
 	if cfg.UseFunctionSyntaxForExecutionContext {
 		return errors.New("use_function_syntax_for_execution_context: these templates call the executor's methods")
-	}
-	tpl, err := executorTemplates()
-	if err != nil {
-		return err
 	}
 	fieldDirectives := len(data.AllDirectives.LocationDirectives("FIELD")) > 0
 	objects := map[string]*codegen.Object{}
