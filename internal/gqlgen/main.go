@@ -166,6 +166,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if cfg.Exec.Layout != config.ExecLayoutSingleFile {
+		return fmt.Errorf("exec.layout %q: only single-file is rendered with these templates", cfg.Exec.Layout)
+	}
+	if cfg.UseFunctionSyntaxForExecutionContext {
+		return errors.New("use_function_syntax_for_execution_context: these templates call the executor's methods")
+	}
 	capture := &captureData{}
 	if err := api.Generate(cfg, api.AddPlugin(capture)); err != nil {
 		return err
@@ -173,12 +179,6 @@ func run() error {
 	data := capture.data
 	if data == nil {
 		return errors.New("gqlgen gave no data to render")
-	}
-	if cfg.Exec.Layout != config.ExecLayoutSingleFile {
-		return fmt.Errorf("exec.layout %q: only single-file is rendered with these templates", cfg.Exec.Layout)
-	}
-	if cfg.UseFunctionSyntaxForExecutionContext {
-		return errors.New("use_function_syntax_for_execution_context: these templates call the executor's methods")
 	}
 	fieldDirectives := len(data.AllDirectives.LocationDirectives("FIELD")) > 0
 	objects := map[string]*codegen.Object{}
