@@ -3,29 +3,21 @@
 package generated
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
-	"github.com/costgw/gateway/graph/internal/answerbuf"
-	"github.com/costgw/gateway/graph/internal/answerlimit"
+	"github.com/costgw/gateway/graph/internal/executor"
 	"github.com/costgw/gateway/graph/model"
-	"github.com/costgw/gateway/graph/opmemo"
-	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
 // region    ***************************** api!.gotpl *****************************
@@ -1789,10 +1781,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				data = ec._Query(ctx, opCtx.Operation.SelectionSet)
 			} else {
 				if atomic.LoadInt32(&ec.PendingDeferred) > 0 {
-					var result graphql.DeferredResult
-					select {
-					case result = <-ec.DeferredResults:
-					case <-ctx.Done():
+					result, ok := executor.NextDeferred(ctx, ec.DeferredResults)
+					if !ok {
 						return nil
 					}
 					atomic.AddInt32(&ec.PendingDeferred, -1)
@@ -1804,18 +1794,13 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 					return nil
 				}
 			}
-			if ec.values.over.Load() {
-				tl := ec.tooLarge()
-				tl.Path, tl.Label = response.Path, response.Label
-				if atomic.LoadInt32(&ec.Deferred) > 0 {
-					tl.HasNext = new(bool)
-				}
-				return tl
+			if ec.OverValues() {
+				return ec.TooLarge(response.Path, response.Label, atomic.LoadInt32(&ec.Deferred) > 0)
 			}
-			buf := newResponseBuffer(ec.memo)
+			buf := ec.ResponseBuffer()
 			data.MarshalGQL(buf)
 			response.Data = buf.Bytes()
-			keepResponseSize(ec.memo, buf.Len())
+			ec.KeepResponseSize(buf.Len())
 			if atomic.LoadInt32(&ec.Deferred) > 0 {
 				hasNext := atomic.LoadInt32(&ec.PendingDeferred) > 0
 				response.HasNext = &hasNext
@@ -1830,14 +1815,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			}
 			first = false
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
-			buf := newResponseBuffer(ec.memo)
+			buf := ec.ResponseBuffer()
 			data.MarshalGQL(buf)
-			keepResponseSize(ec.memo, buf.Len())
-			if ec.values.over.Load() {
-				return &graphql.Response{
-					Data:   buf.Bytes(),
-					Errors: gqlerror.List{answerlimit.MutationError(ec.values.max)},
-				}
+			ec.KeepResponseSize(buf.Len())
+			if ec.OverValues() {
+				return ec.MutationTooLarge(buf.Bytes())
 			}
 
 			return &graphql.Response{
@@ -1850,115 +1832,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	}
 }
 
-// maxResponseHint bounds the buffer made ahead; a longer answer grows it.
-const maxResponseHint = 4 << 20
-
-// newResponseBuffer returns a buffer for an answer of the operation of m,
-// the size of its last answer and an eighth: an answer of a document from
-// the cache of parsed documents is written into a buffer of its size at
-// once, not one doubled from 64 bytes, copied and collected a dozen times.
-// The buffer is lent (answerbuf): the transport gives it back once the
-// answer is written.
-func newResponseBuffer(m *opmemo.Memo) *bytes.Buffer {
-	return answerbuf.Get(m.SizeHint())
-}
-
-// keepResponseSize keeps n, the length of an answer, as the size of the
-// next when it is over the hint or under half of it.
-func keepResponseSize(m *opmemo.Memo, n int) {
-	if h := m.SizeHint(); h > 0 && n <= h && n >= h/2 {
-		return
-	}
-	m.SetSizeHint(min(n+n/8, maxResponseHint))
-}
-
 type executionContext struct {
 	*graphql.ExecutionContextState[ResolverRoot, DirectiveRoot, ComplexityRoot]
-	memo      *opmemo.Memo
-	collected collectedFields
-	values    answerValues
-}
-
-// answerValues counts the values of the answer as they are resolved, the
-// fields of each object and the items of each list, against the operation's
-// -max-answer-values (answerlimit; 0: none). Past it, what is left resolves
-// to null at once, and Exec answers the limit's error alone; a mutation's
-// outcome is not cut (main.go, kept), since its writes are done by then.
-type answerValues struct {
-	max   int64
-	count atomic.Int64
-	over  atomic.Bool
-}
-
-// spend counts n more values of the answer, and reports whether the answer
-// is still within its bound.
-func (ec *executionContext) spend(n int) bool {
-	v := &ec.values
-	if v.max <= 0 || n == 0 { // nothing, such as an empty list, is within any bound
-		return true
-	}
-	if v.over.Load() {
-		return false
-	}
-	if v.count.Add(int64(n)) > v.max {
-		v.over.Store(true)
-		return false
-	}
-	return true
-}
-
-// tooLarge is the answer of an operation whose answer went past its bound:
-// the limit's error, without data; the errors of the fields left null on
-// the way are the transport's to drop.
-func (ec *executionContext) tooLarge() *graphql.Response {
-	return &graphql.Response{Errors: gqlerror.List{answerlimit.Error(ec.values.max)}}
-}
-
-// collectedFields caches graphql.CollectFields for one request of an
-// operation that is not static (opmemo.Memo.Static), by the selection set
-// and the object type's implementors, which are the same slices for every
-// object resolved with them: a list of fifty budgets collects each selection
-// once. gqlgen's own cache hashes the implementors' names for every object
-// to make its key.
-type collectedFields struct {
-	mu sync.RWMutex
-	m  map[collectedKey][]graphql.CollectedField
-}
-
-type collectedKey struct {
-	sel       *ast.Selection
-	n         int
-	satisfies *string
-}
-
-// collectFields is graphql.CollectFields(ec.OperationContext, sel, satisfies),
-// cached for all the requests of a static operation, and for the request
-// otherwise.
-func (ec *executionContext) collectFields(sel ast.SelectionSet, satisfies []string) []graphql.CollectedField {
-	if ec.memo.Static {
-		return ec.memo.Fields(sel, satisfies, func() []graphql.CollectedField {
-			return graphql.CollectFields(ec.OperationContext, sel, satisfies)
-		})
-	}
-	if len(sel) == 0 || len(satisfies) == 0 {
-		return graphql.CollectFields(ec.OperationContext, sel, satisfies)
-	}
-	k := collectedKey{sel: &sel[0], n: len(sel), satisfies: &satisfies[0]}
-	c := &ec.collected
-	c.mu.RLock()
-	fields, ok := c.m[k]
-	c.mu.RUnlock()
-	if ok {
-		return fields
-	}
-	fields = graphql.CollectFields(ec.OperationContext, sel, satisfies)
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = make(map[collectedKey][]graphql.CollectedField)
-	}
-	c.m[k] = fields
-	c.mu.Unlock()
-	return fields
+	executor.Request
 }
 
 func newExecutionContext(
@@ -1966,16 +1842,16 @@ func newExecutionContext(
 	execSchema *executableSchema,
 	deferredResults chan graphql.DeferredResult,
 ) *executionContext {
-	return &executionContext{
+	ec := &executionContext{
 		ExecutionContextState: graphql.NewExecutionContextState[ResolverRoot, DirectiveRoot, ComplexityRoot](
 			opCtx,
 			(*graphql.ExecutableSchemaState[ResolverRoot, DirectiveRoot, ComplexityRoot])(execSchema),
 			parsedSchema,
 			deferredResults,
 		),
-		memo:   opmemo.For(opCtx.Operation),
-		values: answerValues{max: int64(answerlimit.Of(opCtx))},
 	}
+	ec.Begin(opCtx)
+	return ec
 }
 
 var sources = []*ast.Source{
@@ -4020,8 +3896,8 @@ func (ec *executionContext) field___Directive_args_args(ctx context.Context, raw
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "includeDeprecated",
-		func(ctx context.Context, v any) (*bool, error) {
-			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalOBoolean2bool(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4034,8 +3910,8 @@ func (ec *executionContext) field___Field_args_args(ctx context.Context, rawArgs
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "includeDeprecated",
-		func(ctx context.Context, v any) (*bool, error) {
-			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalOBoolean2bool(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4059,6 +3935,20 @@ func (ec *executionContext) field___Type_enumValues_args(ctx context.Context, ra
 }
 
 func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "includeDeprecated",
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalOBoolean2bool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["includeDeprecated"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "includeDeprecated",
@@ -4096,105 +3986,105 @@ func (ec *executionContext) _Anomaly_id(ctx context.Context, field graphql.Colle
 	)
 }
 func (ec *executionContext) fieldContext_Anomaly_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, true, true, "ID")
 }
 
 func (ec *executionContext) _Anomaly_anomalyId(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.AnomalyID)
 }
 func (ec *executionContext) fieldContext_Anomaly_anomalyId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "String")
 }
 
 func (ec *executionContext) _Anomaly_service(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Service)
 }
 func (ec *executionContext) fieldContext_Anomaly_service(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "String")
 }
 
 func (ec *executionContext) _Anomaly_startDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.StartDate)
 }
 func (ec *executionContext) fieldContext_Anomaly_startDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Date does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Date")
 }
 
 func (ec *executionContext) _Anomaly_endDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.EndDate)
 }
 func (ec *executionContext) fieldContext_Anomaly_endDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Date does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Date")
 }
 
 func (ec *executionContext) _Anomaly_scoreCurrent(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ScoreCurrent)
 }
 func (ec *executionContext) fieldContext_Anomaly_scoreCurrent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Anomaly_scoreMax(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ScoreMax)
 }
 func (ec *executionContext) fieldContext_Anomaly_scoreMax(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Anomaly_impactMax(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactMax)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactMax(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Anomaly_impactTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactTotal)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Anomaly_impactPct(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactPct)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactPct(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Anomaly_impactActualSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactActualSpend)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactActualSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Anomaly_impactExpectedSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ImpactExpectedSpend)
 }
 func (ec *executionContext) fieldContext_Anomaly_impactExpectedSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Anomaly_dimensionValue(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.DimensionValue)
 }
 func (ec *executionContext) fieldContext_Anomaly_dimensionValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "String")
 }
 
 func (ec *executionContext) _Anomaly_detectionSource(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNDetectionSource2string(ctx, field.Selections, obj.DetectionSource)
 }
 func (ec *executionContext) fieldContext_Anomaly_detectionSource(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type DetectionSource does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "DetectionSource")
 }
 
 func (ec *executionContext) _Anomaly_detectionSourceRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.DetectionSource)
 }
 func (ec *executionContext) fieldContext_Anomaly_detectionSourceRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, false, false, "String")
 }
 
 func (ec *executionContext) _Anomaly_extra(ctx context.Context, field graphql.CollectedField, obj *upstream.Anomaly) (ret graphql.Marshaler) {
@@ -4217,7 +4107,7 @@ func (ec *executionContext) _Anomaly_extra(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Anomaly_extra(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Anomaly", field, true, true, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Anomaly", field, true, true, "JSON")
 }
 
 func (ec *executionContext) _AnomalyConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.AnomalyConnection) (ret graphql.Marshaler) {
@@ -4320,7 +4210,7 @@ func (ec *executionContext) _AnomalyEdge_cursor(ctx context.Context, field graph
 	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_AnomalyEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AnomalyEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("AnomalyEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _AnomalyEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.AnomalyEdge) (ret graphql.Marshaler) {
@@ -4375,172 +4265,172 @@ func (ec *executionContext) _Budget_id(ctx context.Context, field graphql.Collec
 	)
 }
 func (ec *executionContext) fieldContext_Budget_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "ID")
 }
 
 func (ec *executionContext) _Budget_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_Budget_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_name(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext_Budget_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_targetType(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNTargetType2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Budget_targetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type TargetType does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "TargetType")
 }
 
 func (ec *executionContext) _Budget_targetTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Budget_targetTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_period(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNBudgetPeriod2string(ctx, field.Selections, obj.Period)
 }
 func (ec *executionContext) fieldContext_Budget_period(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type BudgetPeriod does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "BudgetPeriod")
 }
 
 func (ec *executionContext) _Budget_periodRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Period)
 }
 func (ec *executionContext) fieldContext_Budget_periodRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_status(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNBudgetStatus2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_Budget_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type BudgetStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "BudgetStatus")
 }
 
 func (ec *executionContext) _Budget_statusRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_Budget_statusRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_numberOfPeriods(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNInt2int(ctx, field.Selections, obj.NumberOfPeriods)
 }
 func (ec *executionContext) fieldContext_Budget_numberOfPeriods(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Budget_startDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.StartDate)
 }
 func (ec *executionContext) fieldContext_Budget_startDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Date does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "Date")
 }
 
 func (ec *executionContext) _Budget_endDate(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.EndDate)
 }
 func (ec *executionContext) fieldContext_Budget_endDate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Date does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "Date")
 }
 
 func (ec *executionContext) _Budget_lookbackPeriod(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalOInt2ᚖint(ctx, field.Selections, obj.LookbackPeriod)
 }
 func (ec *executionContext) fieldContext_Budget_lookbackPeriod(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Budget_budgetType(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: executor.NoChildFields})
 	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.BudgetType)
 }
 func (ec *executionContext) fieldContext_Budget_budgetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Budget_startingValue(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: executor.NoChildFields})
 	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.StartingValue)
 }
 func (ec *executionContext) fieldContext_Budget_startingValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Budget_customStartingValue(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: executor.NoChildFields})
 	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.CustomStartingValue)
 }
 func (ec *executionContext) fieldContext_Budget_customStartingValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Budget_growthRate(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "Budget", Field: field, Child: executor.NoChildFields})
 	return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.GrowthRate)
 }
 func (ec *executionContext) fieldContext_Budget_growthRate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Budget_normalizationPeriod(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.NormalizationPeriod)
 }
 func (ec *executionContext) fieldContext_Budget_normalizationPeriod(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Budget_organizationId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.OrganizationID)
 }
 func (ec *executionContext) fieldContext_Budget_organizationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_serviceClientId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNInt642int64(ctx, field.Selections, obj.ServiceClientID)
 }
 func (ec *executionContext) fieldContext_Budget_serviceClientId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type Int64 does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "Int64")
 }
 
 func (ec *executionContext) _Budget_creatorId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.CreatorID)
 }
 func (ec *executionContext) fieldContext_Budget_creatorId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_explorerReportId(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ExplorerReportID)
 }
 func (ec *executionContext) fieldContext_Budget_explorerReportId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "String")
 }
 
 func (ec *executionContext) _Budget_createdAt(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.CreatedAt)
 }
 func (ec *executionContext) fieldContext_Budget_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _Budget_updatedAt(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
 	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.UpdatedAt)
 }
 func (ec *executionContext) fieldContext_Budget_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _Budget_explorerReport(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
@@ -4691,7 +4581,7 @@ func (ec *executionContext) _Budget_dimensions(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Budget_dimensions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Budget", field, true, true, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "JSON")
 }
 
 func (ec *executionContext) _Budget_actuals(ctx context.Context, field graphql.CollectedField, obj *upstream.Budget) (ret graphql.Marshaler) {
@@ -4794,7 +4684,7 @@ func (ec *executionContext) _BudgetActuals_total(ctx context.Context, field grap
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Total)
 }
 func (ec *executionContext) fieldContext_BudgetActuals_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BudgetActuals", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("BudgetActuals", field, false, false, "Float")
 }
 
 func (ec *executionContext) _BudgetConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.BudgetConnection) (ret graphql.Marshaler) {
@@ -4897,7 +4787,7 @@ func (ec *executionContext) _BudgetEdge_cursor(ctx context.Context, field graphq
 	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_BudgetEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BudgetEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("BudgetEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _BudgetEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.BudgetEdge) (ret graphql.Marshaler) {
@@ -4968,21 +4858,21 @@ func (ec *executionContext) _BudgetMetrics_totalTarget(ctx context.Context, fiel
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.TotalTarget)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_totalTarget(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, "Float")
 }
 
 func (ec *executionContext) _BudgetMetrics_totalActual(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.TotalActual)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_totalActual(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, "Float")
 }
 
 func (ec *executionContext) _BudgetMetrics_variance(ctx context.Context, field graphql.CollectedField, obj *upstream.BudgetMetrics) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Variance)
 }
 func (ec *executionContext) fieldContext_BudgetMetrics_variance(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("BudgetMetrics", field, false, false, "Float")
 }
 
 func (ec *executionContext) _CreateBudgetPayload_budget(ctx context.Context, field graphql.CollectedField, obj *model.CreateBudgetPayload) (ret graphql.Marshaler) {
@@ -5053,28 +4943,28 @@ func (ec *executionContext) _CreateBudgetPayload_idempotencyKey(ctx context.Cont
 	return ec.marshalNString2string(ctx, field.Selections, obj.IdempotencyKey)
 }
 func (ec *executionContext) fieldContext_CreateBudgetPayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CreateBudgetPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("CreateBudgetPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _DeleteBudgetPayload_deletedBudgetId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
 	return ec.marshalOID2ᚖstring(ctx, field.Selections, obj.DeletedBudgetID)
 }
 func (ec *executionContext) fieldContext_DeleteBudgetPayload_deletedBudgetId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, "ID")
 }
 
 func (ec *executionContext) _DeleteBudgetPayload_success(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.Success)
 }
 func (ec *executionContext) fieldContext_DeleteBudgetPayload_success(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DeleteBudgetPayload_alreadyDeleted(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.AlreadyDeleted)
 }
 func (ec *executionContext) fieldContext_DeleteBudgetPayload_alreadyDeleted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("DeleteBudgetPayload", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DeleteBudgetPayload_userErrors(ctx context.Context, field graphql.CollectedField, obj *model.DeleteBudgetPayload) (ret graphql.Marshaler) {
@@ -5113,14 +5003,14 @@ func (ec *executionContext) _DimensionValue_value(ctx context.Context, field gra
 	return ec.marshalNString2string(ctx, field.Selections, obj.Value)
 }
 func (ec *executionContext) fieldContext_DimensionValue_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DimensionValue", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("DimensionValue", field, false, false, "String")
 }
 
 func (ec *executionContext) _DimensionValue_cost(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValue) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_DimensionValue_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DimensionValue", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("DimensionValue", field, false, false, "Float")
 }
 
 func (ec *executionContext) _DimensionValues_items(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValues) (ret graphql.Marshaler) {
@@ -5156,25 +5046,25 @@ func (ec *executionContext) fieldContext_DimensionValues_items(_ context.Context
 }
 
 func (ec *executionContext) _DimensionValues_values(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValues) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "DimensionValues", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "DimensionValues", Field: field, Child: executor.NoChildFields})
 	return ec.marshalNString2ᚕstringᚄ(ctx, field.Selections, obj.Values)
 }
 func (ec *executionContext) fieldContext_DimensionValues_values(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, "String")
 }
 
 func (ec *executionContext) _DimensionValues_hasMore(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValues) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasMore)
 }
 func (ec *executionContext) fieldContext_DimensionValues_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DimensionValues_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.DimensionValues) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_DimensionValues_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("DimensionValues", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Explorer_summary(ctx context.Context, field graphql.CollectedField, obj *model.Explorer) (ret graphql.Marshaler) {
@@ -5433,7 +5323,7 @@ func (ec *executionContext) _ExplorerHeatmap_servedFromCache(ctx context.Context
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerHeatmap_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerHeatmap", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerHeatmap", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ExplorerHistory_costRows(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
@@ -5469,76 +5359,76 @@ func (ec *executionContext) fieldContext_ExplorerHistory_costRows(_ context.Cont
 }
 
 func (ec *executionContext) _ExplorerHistory_totalsByTimeRows(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: executor.NoChildFields})
 	return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, field.Selections, obj.TotalsByTimeRows)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_totalsByTimeRows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _ExplorerHistory_usageRows(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: executor.NoChildFields})
 	return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, field.Selections, obj.UsageRows)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_usageRows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _ExplorerHistory_usageGroupRows(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "ExplorerHistory", Field: field, Child: executor.NoChildFields})
 	return ec.marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx, field.Selections, obj.UsageGroupRows)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_usageGroupRows(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _ExplorerHistory_timeColumn(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.TimeColumn)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_timeColumn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, "String")
 }
 
 func (ec *executionContext) _ExplorerHistory_groupBy(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.GroupBy)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_groupBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, "String")
 }
 
 func (ec *executionContext) _ExplorerHistory_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerHistory) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerHistory_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerHistory", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_currentTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.CurrentTotal)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_currentTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, "Float")
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_previousTotal(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousTotal)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_previousTotal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, "Float")
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_changePercent(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.ChangePercent)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_changePercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, "Float")
 }
 
 func (ec *executionContext) _ExplorerPreviousPeriod_servedFromCache(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerPreviousPeriod) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerPreviousPeriod_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerPreviousPeriod", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ExplorerReport_id(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerReport) (ret graphql.Marshaler) {
@@ -5561,21 +5451,21 @@ func (ec *executionContext) _ExplorerReport_id(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_ExplorerReport_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerReport", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerReport", field, true, true, "ID")
 }
 
 func (ec *executionContext) _ExplorerReport_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerReport) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_ExplorerReport_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerReport", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerReport", field, false, false, "String")
 }
 
 func (ec *executionContext) _ExplorerReport_name(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerReport) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext_ExplorerReport_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerReport", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerReport", field, false, false, "String")
 }
 
 func (ec *executionContext) _ExplorerSummary_cards(ctx context.Context, field graphql.CollectedField, obj *upstream.ExplorerSummary) (ret graphql.Marshaler) {
@@ -5614,78 +5504,78 @@ func (ec *executionContext) _ExplorerSummary_servedFromCache(ctx context.Context
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.ServedFromCache)
 }
 func (ec *executionContext) fieldContext_ExplorerSummary_servedFromCache(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ExplorerSummary", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ExplorerSummary", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _HeatmapRow_dimension(ctx context.Context, field graphql.CollectedField, obj *upstream.HeatmapRow) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Dimension)
 }
 func (ec *executionContext) fieldContext_HeatmapRow_dimension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, "String")
 }
 
 func (ec *executionContext) _HeatmapRow_day(ctx context.Context, field graphql.CollectedField, obj *upstream.HeatmapRow) (ret graphql.Marshaler) {
 	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.Day)
 }
 func (ec *executionContext) fieldContext_HeatmapRow_day(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, errors.New("field of type Date does not have child fields"))
+	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, "Date")
 }
 
 func (ec *executionContext) _HeatmapRow_cost(ctx context.Context, field graphql.CollectedField, obj *upstream.HeatmapRow) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_HeatmapRow_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("HeatmapRow", field, false, false, "Float")
 }
 
 func (ec *executionContext) _HistoryCostRow_group(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.Group)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_group(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, "String")
 }
 
 func (ec *executionContext) _HistoryCostRow_date(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
 	return ec.marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDate(ctx, field.Selections, obj.Date)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type Date does not have child fields"))
+	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, "Date")
 }
 
 func (ec *executionContext) _HistoryCostRow_cost(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Cost)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, "Float")
 }
 
 func (ec *executionContext) _HistoryCostRow_raw(ctx context.Context, field graphql.CollectedField, obj *model.HistoryCostRow) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "HistoryCostRow", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "HistoryCostRow", Field: field, Child: executor.NoChildFields})
 	return ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, field.Selections, obj.Raw)
 }
 func (ec *executionContext) fieldContext_HistoryCostRow_raw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("HistoryCostRow", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _LookbackPeriod_periodKey(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.PeriodKey)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_periodKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, "String")
 }
 
 func (ec *executionContext) _LookbackPeriod_actual(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Actual)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_actual(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, "Float")
 }
 
 func (ec *executionContext) _LookbackPeriod_projected(ctx context.Context, field graphql.CollectedField, obj *upstream.LookbackPeriod) (ret graphql.Marshaler) {
 	return ec.marshalOFloat2ᚖfloat64(ctx, field.Selections, obj.Projected)
 }
 func (ec *executionContext) fieldContext_LookbackPeriod_projected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("LookbackPeriod", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Mutation_createBudget(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -5824,42 +5714,42 @@ func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field gra
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasNextPage)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.HasPreviousPage)
 }
 func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.StartCursor)
 }
 func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
 }
 
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.EndCursor)
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
 }
 
 func (ec *executionContext) _PeriodAmount_period(ctx context.Context, field graphql.CollectedField, obj *model.PeriodAmount) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Period)
 }
 func (ec *executionContext) fieldContext_PeriodAmount_period(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PeriodAmount", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("PeriodAmount", field, false, false, "String")
 }
 
 func (ec *executionContext) _PeriodAmount_amount(ctx context.Context, field graphql.CollectedField, obj *model.PeriodAmount) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Amount)
 }
 func (ec *executionContext) fieldContext_PeriodAmount_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PeriodAmount", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("PeriodAmount", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Planning_id(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
@@ -5882,21 +5772,21 @@ func (ec *executionContext) _Planning_id(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext_Planning_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, true, true, "ID")
 }
 
 func (ec *executionContext) _Planning_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_Planning_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "String")
 }
 
 func (ec *executionContext) _Planning_budgetId(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.BudgetID)
 }
 func (ec *executionContext) fieldContext_Planning_budgetId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "String")
 }
 
 func (ec *executionContext) _Planning_budget(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
@@ -5935,42 +5825,42 @@ func (ec *executionContext) _Planning_dimension1(ctx context.Context, field grap
 	return ec.marshalNString2string(ctx, field.Selections, obj.Dimension1)
 }
 func (ec *executionContext) fieldContext_Planning_dimension1(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "String")
 }
 
 func (ec *executionContext) _Planning_dimension2(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Dimension2)
 }
 func (ec *executionContext) fieldContext_Planning_dimension2(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "String")
 }
 
 func (ec *executionContext) _Planning_previousMonth(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousMonth)
 }
 func (ec *executionContext) fieldContext_Planning_previousMonth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Planning_avgLookback(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.AvgLookback)
 }
 func (ec *executionContext) fieldContext_Planning_avgLookback(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Planning_percentGrowth(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PercentGrowth)
 }
 func (ec *executionContext) fieldContext_Planning_percentGrowth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Planning_percentSpend(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalOFloat2ᚖfloat64(ctx, field.Selections, obj.PercentSpend)
 }
 func (ec *executionContext) fieldContext_Planning_percentSpend(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Planning_targetItems(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
@@ -6009,21 +5899,21 @@ func (ec *executionContext) _Planning_targetType(ctx context.Context, field grap
 	return ec.marshalNTargetType2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Planning_targetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type TargetType does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "TargetType")
 }
 
 func (ec *executionContext) _Planning_targetTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.TargetType)
 }
 func (ec *executionContext) fieldContext_Planning_targetTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "String")
 }
 
 func (ec *executionContext) _Planning_createdAt(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.CreatedAt)
 }
 func (ec *executionContext) fieldContext_Planning_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Planning", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("Planning", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _Planning_actuals(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
@@ -6062,7 +5952,7 @@ func (ec *executionContext) _PlanningActuals_planningId(ctx context.Context, fie
 	return ec.marshalNString2string(ctx, field.Selections, obj.PlanningID)
 }
 func (ec *executionContext) fieldContext_PlanningActuals_planningId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PlanningActuals", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("PlanningActuals", field, false, false, "String")
 }
 
 func (ec *executionContext) _PlanningActuals_periods(ctx context.Context, field graphql.CollectedField, obj *model.PlanningActuals) (ret graphql.Marshaler) {
@@ -6602,10 +6492,10 @@ func (ec *executionContext) _Query___schema(ctx context.Context, field graphql.C
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *introspection.Schema) graphql.Marshaler {
-			return ec.marshalO__Schema2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐSchema(ctx, selections, v)
+			return ec.marshalN__Schema2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐSchema(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -6625,14 +6515,14 @@ func (ec *executionContext) _QueryCost_estimatedUpstreamCalls(ctx context.Contex
 	return ec.marshalNInt2int(ctx, field.Selections, obj.EstimatedUpstreamCalls)
 }
 func (ec *executionContext) fieldContext_QueryCost_estimatedUpstreamCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("QueryCost", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("QueryCost", field, false, false, "Int")
 }
 
 func (ec *executionContext) _QueryCost_maxUpstreamCalls(ctx context.Context, field graphql.CollectedField, obj *model.QueryCost) (ret graphql.Marshaler) {
 	return ec.marshalOInt2ᚖint(ctx, field.Selections, obj.MaxUpstreamCalls)
 }
 func (ec *executionContext) fieldContext_QueryCost_maxUpstreamCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("QueryCost", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("QueryCost", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Recommendation_id(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
@@ -6655,77 +6545,77 @@ func (ec *executionContext) _Recommendation_id(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Recommendation_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, true, true, "ID")
 }
 
 func (ec *executionContext) _Recommendation_recommendationId(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.RecommendationID)
 }
 func (ec *executionContext) fieldContext_Recommendation_recommendationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_recommendationName(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.RecommendationName)
 }
 func (ec *executionContext) fieldContext_Recommendation_recommendationName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_estimatedMonthlySavings(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.EstimatedMonthlySavings)
 }
 func (ec *executionContext) fieldContext_Recommendation_estimatedMonthlySavings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Recommendation_implementationEffort(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNImplementationEffort2string(ctx, field.Selections, obj.ImplementationEffort)
 }
 func (ec *executionContext) fieldContext_Recommendation_implementationEffort(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type ImplementationEffort does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "ImplementationEffort")
 }
 
 func (ec *executionContext) _Recommendation_implementationEffortRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ImplementationEffort)
 }
 func (ec *executionContext) fieldContext_Recommendation_implementationEffortRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_category(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Category)
 }
 func (ec *executionContext) fieldContext_Recommendation_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_actionType(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ActionType)
 }
 func (ec *executionContext) fieldContext_Recommendation_actionType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_accountName(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.AccountName)
 }
 func (ec *executionContext) fieldContext_Recommendation_accountName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_region(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Region)
 }
 func (ec *executionContext) fieldContext_Recommendation_region(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_resourceId(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ResourceID)
 }
 func (ec *executionContext) fieldContext_Recommendation_resourceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, false, false, "String")
 }
 
 func (ec *executionContext) _Recommendation_extra(ctx context.Context, field graphql.CollectedField, obj *upstream.Recommendation) (ret graphql.Marshaler) {
@@ -6748,7 +6638,7 @@ func (ec *executionContext) _Recommendation_extra(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Recommendation_extra(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Recommendation", field, true, true, errors.New("field of type JSON does not have child fields"))
+	return graphql.NewScalarFieldContext("Recommendation", field, true, true, "JSON")
 }
 
 func (ec *executionContext) _RecommendationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RecommendationConnection) (ret graphql.Marshaler) {
@@ -6851,7 +6741,7 @@ func (ec *executionContext) _RecommendationEdge_cursor(ctx context.Context, fiel
 	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_RecommendationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RecommendationEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("RecommendationEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _RecommendationEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.RecommendationEdge) (ret graphql.Marshaler) {
@@ -6906,161 +6796,161 @@ func (ec *executionContext) _ScheduledNotification_id(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, true, true, "ID")
 }
 
 func (ec *executionContext) _ScheduledNotification_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_recipientEmail(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.RecipientEmail)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recipientEmail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_subject(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Subject)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_scheduleType(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNScheduleType2string(ctx, field.Selections, obj.ScheduleType)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_scheduleType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type ScheduleType does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "ScheduleType")
 }
 
 func (ec *executionContext) _ScheduledNotification_scheduleTypeRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ScheduleType)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_scheduleTypeRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_scheduledAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.ScheduledAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_scheduledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceFrequency(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNRecurrenceFrequency2string(ctx, field.Selections, obj.RecurrenceFrequency)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceFrequency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type RecurrenceFrequency does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "RecurrenceFrequency")
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceFrequencyRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.RecurrenceFrequency)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceFrequencyRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceTimezone(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.RecurrenceTimezone)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceTimezone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceWeekday(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNInt2int(ctx, field.Selections, obj.RecurrenceWeekday)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceWeekday(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ScheduledNotification_recurrenceDayOfMonth(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalOInt2ᚖint(ctx, field.Selections, obj.RecurrenceDayOfMonth)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_recurrenceDayOfMonth(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ScheduledNotification_cronExpression(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.CronExpression)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_cronExpression(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_status(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNNotificationStatus2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type NotificationStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "NotificationStatus")
 }
 
 func (ec *executionContext) _ScheduledNotification_statusRaw(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Status)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_statusRaw(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_sentAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalODateTime2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.SentAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_sentAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _ScheduledNotification_errorMessage(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.ErrorMessage)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_errorMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_nextAttemptAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalODateTime2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.NextAttemptAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_nextAttemptAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _ScheduledNotification_createdAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.CreatedAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _ScheduledNotification_updatedAt(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐTimestamp(ctx, field.Selections, obj.UpdatedAt)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type DateTime does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "DateTime")
 }
 
 func (ec *executionContext) _ScheduledNotification_canvasId(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.CanvasID)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_canvasId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_explorerReportId(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.ExplorerReportID)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_explorerReportId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotification_includeAssistantAnalysis(ctx context.Context, field graphql.CollectedField, obj *upstream.ScheduledNotification) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.IncludeAssistantAnalysis)
 }
 func (ec *executionContext) fieldContext_ScheduledNotification_includeAssistantAnalysis(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotification", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ScheduledNotificationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ScheduledNotificationConnection) (ret graphql.Marshaler) {
@@ -7163,14 +7053,14 @@ func (ec *executionContext) _ScheduledNotificationConnection_totalCount(ctx cont
 	return ec.marshalNInt2int(ctx, field.Selections, obj.TotalCount)
 }
 func (ec *executionContext) fieldContext_ScheduledNotificationConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotificationConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotificationConnection", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ScheduledNotificationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.ScheduledNotificationEdge) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Cursor)
 }
 func (ec *executionContext) fieldContext_ScheduledNotificationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ScheduledNotificationEdge", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("ScheduledNotificationEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _ScheduledNotificationEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.ScheduledNotificationEdge) (ret graphql.Marshaler) {
@@ -7209,42 +7099,42 @@ func (ec *executionContext) _SummaryCard_title(ctx context.Context, field graphq
 	return ec.marshalNString2string(ctx, field.Selections, obj.Title)
 }
 func (ec *executionContext) fieldContext_SummaryCard_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, "String")
 }
 
 func (ec *executionContext) _SummaryCard_description(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Description)
 }
 func (ec *executionContext) fieldContext_SummaryCard_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, "String")
 }
 
 func (ec *executionContext) _SummaryCard_value(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Value)
 }
 func (ec *executionContext) fieldContext_SummaryCard_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, "Float")
 }
 
 func (ec *executionContext) _SummaryCard_previousValue(ctx context.Context, field graphql.CollectedField, obj *upstream.SummaryCard) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.PreviousValue)
 }
 func (ec *executionContext) fieldContext_SummaryCard_previousValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("SummaryCard", field, false, false, "Float")
 }
 
 func (ec *executionContext) _TargetItem_dimensionValue(ctx context.Context, field graphql.CollectedField, obj *model.TargetItem) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.DimensionValue)
 }
 func (ec *executionContext) fieldContext_TargetItem_dimensionValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TargetItem", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("TargetItem", field, false, false, "String")
 }
 
 func (ec *executionContext) _TargetItem_amount(ctx context.Context, field graphql.CollectedField, obj *model.TargetItem) (ret graphql.Marshaler) {
 	return ec.marshalNFloat2float64(ctx, field.Selections, obj.Amount)
 }
 func (ec *executionContext) fieldContext_TargetItem_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TargetItem", field, false, false, errors.New("field of type Float does not have child fields"))
+	return graphql.NewScalarFieldContext("TargetItem", field, false, false, "Float")
 }
 
 func (ec *executionContext) _UpdateBudgetPayload_budget(ctx context.Context, field graphql.CollectedField, obj *model.UpdateBudgetPayload) (ret graphql.Marshaler) {
@@ -7315,7 +7205,7 @@ func (ec *executionContext) _UpdateBudgetPayload_idempotencyKey(ctx context.Cont
 	return ec.marshalNString2string(ctx, field.Selections, obj.IdempotencyKey)
 }
 func (ec *executionContext) fieldContext_UpdateBudgetPayload_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UpdateBudgetPayload", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UpdateBudgetPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
@@ -7338,72 +7228,72 @@ func (ec *executionContext) _User_id(ctx context.Context, field graphql.Collecte
 	)
 }
 func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, true, true, "ID")
 }
 
 func (ec *executionContext) _User_upstreamId(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.ID)
 }
 func (ec *executionContext) fieldContext_User_upstreamId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _User_firstName(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.FirstName)
 }
 func (ec *executionContext) fieldContext_User_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _User_lastName(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.LastName)
 }
 func (ec *executionContext) fieldContext_User_lastName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _User_email(ctx context.Context, field graphql.CollectedField, obj *upstream.User) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Email)
 }
 func (ec *executionContext) fieldContext_User_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("User", field, false, false, "String")
 }
 
 func (ec *executionContext) _UserError_field(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "UserError", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "UserError", Field: field, Child: executor.NoChildFields})
 	return ec.marshalOString2ᚕstringᚄ(ctx, field.Selections, obj.Field)
 }
 func (ec *executionContext) fieldContext_UserError_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UserError", field, false, false, "String")
 }
 
 func (ec *executionContext) _UserError_message(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Message)
 }
 func (ec *executionContext) fieldContext_UserError_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UserError", field, false, false, "String")
 }
 
 func (ec *executionContext) _UserError_code(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "UserError", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "UserError", Field: field, Child: executor.NoChildFields})
 	return ec.marshalNUserErrorCode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐUserErrorCode(ctx, field.Selections, obj.Code)
 }
 func (ec *executionContext) fieldContext_UserError_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type UserErrorCode does not have child fields"))
+	return graphql.NewScalarFieldContext("UserError", field, false, false, "UserErrorCode")
 }
 
 func (ec *executionContext) _UserError_upstreamCode(ctx context.Context, field graphql.CollectedField, obj *model.UserError) (ret graphql.Marshaler) {
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.UpstreamCode)
 }
 func (ec *executionContext) fieldContext_UserError_upstreamCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UserError", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("UserError", field, false, false, "String")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___Directive_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Directive", field, false, false, "String")
 }
 
 func (ec *executionContext) ___Directive_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -7426,22 +7316,22 @@ func (ec *executionContext) ___Directive_description(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext___Directive_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Directive", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Directive_isRepeatable(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
 	return ec.marshalNBoolean2bool(ctx, field.Selections, obj.IsRepeatable)
 }
 func (ec *executionContext) fieldContext___Directive_isRepeatable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("__Directive", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) ___Directive_locations(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
-	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "__Directive", Field: field, Child: leafHasNoChildFields})
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Object: "__Directive", Field: field, Child: executor.NoChildFields})
 	return ec.marshalN__DirectiveLocation2ᚕstringᚄ(ctx, field.Selections, obj.Locations)
 }
 func (ec *executionContext) fieldContext___Directive_locations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Directive", field, false, false, errors.New("field of type __DirectiveLocation does not have child fields"))
+	return graphql.NewScalarFieldContext("__Directive", field, false, false, "__DirectiveLocation")
 }
 
 func (ec *executionContext) ___Directive_args(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -7453,7 +7343,8 @@ func (ec *executionContext) ___Directive_args(ctx context.Context, field graphql
 			return ec.fieldContext___Directive_args(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Args, nil
+			fc := graphql.GetFieldContext(ctx)
+			return obj.VisibleArgs(fc.Args["includeDeprecated"].(bool)), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
@@ -7467,7 +7358,7 @@ func (ec *executionContext) fieldContext___Directive_args(ctx context.Context, f
 	fc = &graphql.FieldContext{
 		Object:     "__Directive",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___InputValue(ctx, field)
@@ -7491,7 +7382,7 @@ func (ec *executionContext) ___EnumValue_name(ctx context.Context, field graphql
 	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___EnumValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__EnumValue", field, false, false, "String")
 }
 
 func (ec *executionContext) ___EnumValue_description(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -7514,7 +7405,7 @@ func (ec *executionContext) ___EnumValue_description(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, "String")
 }
 
 func (ec *executionContext) ___EnumValue_isDeprecated(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -7537,7 +7428,7 @@ func (ec *executionContext) ___EnumValue_isDeprecated(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, "Boolean")
 }
 
 func (ec *executionContext) ___EnumValue_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.EnumValue) (ret graphql.Marshaler) {
@@ -7560,14 +7451,14 @@ func (ec *executionContext) ___EnumValue_deprecationReason(ctx context.Context, 
 	)
 }
 func (ec *executionContext) fieldContext___EnumValue_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__EnumValue", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Field_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___Field_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Field", field, false, false, "String")
 }
 
 func (ec *executionContext) ___Field_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -7590,7 +7481,7 @@ func (ec *executionContext) ___Field_description(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext___Field_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Field", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Field_args(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -7602,7 +7493,8 @@ func (ec *executionContext) ___Field_args(ctx context.Context, field graphql.Col
 			return ec.fieldContext___Field_args(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Args, nil
+			fc := graphql.GetFieldContext(ctx)
+			return obj.VisibleArgs(fc.Args["includeDeprecated"].(bool)), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
@@ -7616,7 +7508,7 @@ func (ec *executionContext) fieldContext___Field_args(ctx context.Context, field
 	fc = &graphql.FieldContext{
 		Object:     "__Field",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___InputValue(ctx, field)
@@ -7688,7 +7580,7 @@ func (ec *executionContext) ___Field_isDeprecated(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext___Field_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("__Field", field, true, false, "Boolean")
 }
 
 func (ec *executionContext) ___Field_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.Field) (ret graphql.Marshaler) {
@@ -7711,14 +7603,14 @@ func (ec *executionContext) ___Field_deprecationReason(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___Field_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Field", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Field", field, true, false, "String")
 }
 
 func (ec *executionContext) ___InputValue_name(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
 	return ec.marshalNString2string(ctx, field.Selections, obj.Name)
 }
 func (ec *executionContext) fieldContext___InputValue_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__InputValue", field, false, false, "String")
 }
 
 func (ec *executionContext) ___InputValue_description(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -7741,7 +7633,7 @@ func (ec *executionContext) ___InputValue_description(ctx context.Context, field
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__InputValue", field, true, false, "String")
 }
 
 func (ec *executionContext) ___InputValue_type(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -7780,7 +7672,7 @@ func (ec *executionContext) ___InputValue_defaultValue(ctx context.Context, fiel
 	return ec.marshalOString2ᚖstring(ctx, field.Selections, obj.DefaultValue)
 }
 func (ec *executionContext) fieldContext___InputValue_defaultValue(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__InputValue", field, false, false, "String")
 }
 
 func (ec *executionContext) ___InputValue_isDeprecated(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -7803,7 +7695,7 @@ func (ec *executionContext) ___InputValue_isDeprecated(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_isDeprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errors.New("field of type Boolean does not have child fields"))
+	return graphql.NewScalarFieldContext("__InputValue", field, true, false, "Boolean")
 }
 
 func (ec *executionContext) ___InputValue_deprecationReason(ctx context.Context, field graphql.CollectedField, obj *introspection.InputValue) (ret graphql.Marshaler) {
@@ -7826,7 +7718,7 @@ func (ec *executionContext) ___InputValue_deprecationReason(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext___InputValue_deprecationReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__InputValue", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__InputValue", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Schema_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Schema) (ret graphql.Marshaler) {
@@ -7849,7 +7741,7 @@ func (ec *executionContext) ___Schema_description(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext___Schema_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Schema", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Schema", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Schema_types(ctx context.Context, field graphql.CollectedField, obj *introspection.Schema) (ret graphql.Marshaler) {
@@ -8032,7 +7924,7 @@ func (ec *executionContext) ___Type_kind(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext___Type_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type __TypeKind does not have child fields"))
+	return graphql.NewScalarFieldContext("__Type", field, true, false, "__TypeKind")
 }
 
 func (ec *executionContext) ___Type_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -8055,7 +7947,7 @@ func (ec *executionContext) ___Type_name(ctx context.Context, field graphql.Coll
 	)
 }
 func (ec *executionContext) fieldContext___Type_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Type", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Type_description(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -8078,7 +7970,7 @@ func (ec *executionContext) ___Type_description(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext___Type_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Type", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Type_specifiedByURL(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -8101,7 +7993,7 @@ func (ec *executionContext) ___Type_specifiedByURL(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext___Type_specifiedByURL(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("__Type", field, true, false, "String")
 }
 
 func (ec *executionContext) ___Type_fields(ctx context.Context, field graphql.CollectedField, obj *introspection.Type) (ret graphql.Marshaler) {
@@ -8265,7 +8157,8 @@ func (ec *executionContext) ___Type_inputFields(ctx context.Context, field graph
 			return ec.fieldContext___Type_inputFields(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.InputFields(), nil
+			fc := graphql.GetFieldContext(ctx)
+			return obj.VisibleInputFields(fc.Args["includeDeprecated"].(bool)), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
@@ -8275,7 +8168,7 @@ func (ec *executionContext) ___Type_inputFields(ctx context.Context, field graph
 		false,
 	)
 }
-func (ec *executionContext) fieldContext___Type_inputFields(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext___Type_inputFields(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "__Type",
 		Field:      field,
@@ -8284,6 +8177,17 @@ func (ec *executionContext) fieldContext___Type_inputFields(_ context.Context, f
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___InputValue(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field___Type_inputFields_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -8340,13 +8244,7 @@ func (ec *executionContext) ___Type_isOneOf(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("__Type", field, true, false, errors.New("field of type Boolean does not have child fields"))
-}
-
-// leafHasNoChildFields is the Child of the field context of a plain leaf
-// field (costgw: internal/gqlgen/main.go).
-func leafHasNoChildFields(_ context.Context, _ graphql.CollectedField) (*graphql.FieldContext, error) {
-	return nil, errors.New("field of a scalar or enum type does not have child fields")
+	return graphql.NewScalarFieldContext("__Type", field, true, false, "Boolean")
 }
 
 // endregion **************************** field.gotpl *****************************
@@ -8912,41 +8810,24 @@ var anomalyImplementors = []string{"Anomaly", "Node"}
 var anomalyTypename = graphql.MarshalString("Anomaly")
 
 func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, obj *upstream.Anomaly) graphql.Marshaler {
-	fields := ec.collectFields(sel, anomalyImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, anomalyImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafAnomaly
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafAnomaly
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = anomalyTypename
 		case "id":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._Anomaly_id(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Anomaly_id(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -8959,63 +8840,47 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "anomalyId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "service":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "startDate":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "endDate":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "scoreCurrent":
 			model.CheckFloat(obj.ScoreCurrent)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "scoreMax":
 			model.CheckFloat(obj.ScoreMax)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "impactMax":
 			model.CheckFloat(obj.ImpactMax)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "impactTotal":
 			model.CheckFloat(obj.ImpactTotal)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "impactPct":
 			model.CheckFloat(obj.ImpactPct)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "impactActualSpend":
 			model.CheckFloat(obj.ImpactActualSpend)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "impactExpectedSpend":
 			model.CheckFloat(obj.ImpactExpectedSpend)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "dimensionValue":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "detectionSource":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "detectionSourceRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "extra":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._Anomaly_extra(ctx, field, obj)
-					if res == graphql.RequiredNull {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Anomaly_extra(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -9032,27 +8897,21 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListAnomaly answers the list v with one leafListOut, which
+// leafListAnomaly answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) (graphql.Marshaler, bool) {
@@ -9064,10 +8923,10 @@ func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.Selecti
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "Anomaly", leafAnomaly), true
+	return executor.NewLeafList(fields, v, "Anomaly", leafAnomaly), true
 }
 
 // checkLaterAnomaly checks the later leaves fields asks of every
@@ -9113,7 +8972,7 @@ func checkLaterAnomaly(fields []graphql.CollectedField, v []upstream.Anomaly) (r
 // laterFieldsAnomaly is the fields sel asks of a Anomaly,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsAnomaly(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, anomalyImplementors)
+	fields := ec.CollectFields(sel, anomalyImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "anomalyId", "service", "startDate", "endDate", "scoreCurrent", "scoreMax", "impactMax", "impactTotal", "impactPct", "impactActualSpend", "impactExpectedSpend", "dimensionValue", "detectionSource", "detectionSourceRaw":
@@ -9164,13 +9023,12 @@ var anomalyConnectionImplementors = []string{"AnomalyConnection"}
 var anomalyConnectionTypename = graphql.MarshalString("AnomalyConnection")
 
 func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyConnection) graphql.Marshaler {
-	fields := ec.collectFields(sel, anomalyConnectionImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, anomalyConnectionImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -9203,15 +9061,9 @@ func (ec *executionContext) _AnomalyConnection(ctx context.Context, sel ast.Sele
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -9221,20 +9073,19 @@ var anomalyEdgeImplementors = []string{"AnomalyEdge"}
 var anomalyEdgeTypename = graphql.MarshalString("AnomalyEdge")
 
 func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AnomalyEdge) graphql.Marshaler {
-	fields := ec.collectFields(sel, anomalyEdgeImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, anomalyEdgeImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafAnomalyEdge
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafAnomalyEdge
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = anomalyEdgeTypename
 		case "cursor":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "node":
 			out.Values[i] = ec._AnomalyEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9249,27 +9100,21 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListAnomalyEdge answers the list v with one leafListOut, which
+// leafListAnomalyEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) (graphql.Marshaler, bool) {
@@ -9277,16 +9122,16 @@ func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.Sel
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "AnomalyEdge", leafAnomalyEdge), true
+	return executor.NewLeafList(fields, v, "AnomalyEdge", leafAnomalyEdge), true
 }
 
 // laterFieldsAnomalyEdge is the fields sel asks of a AnomalyEdge,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsAnomalyEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, anomalyEdgeImplementors)
+	fields := ec.CollectFields(sel, anomalyEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "cursor":
@@ -9311,41 +9156,24 @@ var budgetImplementors = []string{"Budget", "Node"}
 var budgetTypename = graphql.MarshalString("Budget")
 
 func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *upstream.Budget) graphql.Marshaler {
-	fields := ec.collectFields(sel, budgetImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, budgetImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafBudget
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafBudget
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = budgetTypename
 		case "id":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._Budget_id(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Budget_id(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -9358,29 +9186,29 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "name":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "targetType":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "targetTypeRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "period":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "periodRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "status":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "statusRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "numberOfPeriods":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "startDate":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "endDate":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "lookbackPeriod":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "budgetType":
 			out.Values[i] = ec._Budget_budgetType(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -9402,19 +9230,19 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "normalizationPeriod":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "organizationId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "serviceClientId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "creatorId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "explorerReportId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "createdAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "updatedAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "explorerReport":
 			if m, ok := ec.leafObjectExplorerReport(field.Selections, obj.ExplorerReport, false); ok {
 				out.Values[i] = m
@@ -9434,154 +9262,70 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "plannings":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Budget_plannings(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Budget_plannings(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_plannings(ctx, field, obj)
+				})
 		case "metrics":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Budget_metrics(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Budget_metrics(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_metrics(ctx, field, obj)
+				})
 		case "dimensions":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Budget_dimensions(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Budget_dimensions(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_dimensions(ctx, field, obj)
+				})
 		case "actuals":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Budget_actuals(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Budget_actuals(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_actuals(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
 	}
-	if len(out.delayed) > 1 && ec.readsStarted(ctx, sel, "Budget", obj) {
+	if out.Concurrent() > 1 && executor.ReadsStarted(ctx, ec.Resolvers, sel, "Budget", obj) {
 		out.DispatchHere(ctx)
 	} else {
 		out.Dispatch(ctx)
@@ -9590,27 +9334,21 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListBudget answers the list v with one leafListOut, which
+// leafListBudget answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) (graphql.Marshaler, bool) {
@@ -9618,16 +9356,16 @@ func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.Selectio
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "Budget", leafBudget), true
+	return executor.NewLeafList(fields, v, "Budget", leafBudget), true
 }
 
 // laterFieldsBudget is the fields sel asks of a Budget,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsBudget(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, budgetImplementors)
+	fields := ec.CollectFields(sel, budgetImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "upstreamId", "name", "targetType", "targetTypeRaw", "period", "periodRaw", "status", "statusRaw", "numberOfPeriods", "startDate", "endDate", "lookbackPeriod", "normalizationPeriod", "organizationId", "serviceClientId", "creatorId", "explorerReportId", "createdAt", "updatedAt":
@@ -9639,7 +9377,7 @@ func (ec *executionContext) laterFieldsBudget(sel ast.SelectionSet) ([]graphql.C
 }
 
 // leafObjectBudget answers v, a Budget held by a member
-// of its parent's record, with one leafObjectOut, which writes it from v
+// of its parent's record, with one executor.LeafObject, which writes it from v
 // when the answer is written, if the selection asks only for later leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
@@ -9653,10 +9391,10 @@ func (ec *executionContext) leafObjectBudget(sel ast.SelectionSet, v *upstream.B
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(fields)) { // the answer is refused whole
+	if !ec.Spend(len(fields)) { // the answer is refused whole
 		return graphql.Null, true
 	}
-	return newLeafObjectOut(fields, v, "Budget", leafBudget), true
+	return executor.NewLeafObject(fields, v, "Budget", leafBudget), true
 }
 
 // leafBudget appends the later leaf named field of obj to b.
@@ -9712,14 +9450,13 @@ var budgetActualsImplementors = []string{"BudgetActuals"}
 var budgetActualsTypename = graphql.MarshalString("BudgetActuals")
 
 func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetActuals) graphql.Marshaler {
-	fields := ec.collectFields(sel, budgetActualsImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, budgetActualsImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafBudgetActuals
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafBudgetActuals
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -9736,7 +9473,7 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 			}
 		case "total":
 			model.CheckFloat(obj.Total)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9746,27 +9483,21 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListBudgetActuals answers the list v with one leafListOut, which
+// leafListBudgetActuals answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.SelectionSet, v []model.BudgetActuals) (graphql.Marshaler, bool) {
@@ -9778,10 +9509,10 @@ func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.S
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "BudgetActuals", leafBudgetActuals), true
+	return executor.NewLeafList(fields, v, "BudgetActuals", leafBudgetActuals), true
 }
 
 // checkLaterBudgetActuals checks the later leaves fields asks of every
@@ -9803,7 +9534,7 @@ func checkLaterBudgetActuals(fields []graphql.CollectedField, v []model.BudgetAc
 // laterFieldsBudgetActuals is the fields sel asks of a BudgetActuals,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsBudgetActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, budgetActualsImplementors)
+	fields := ec.CollectFields(sel, budgetActualsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "total":
@@ -9828,13 +9559,12 @@ var budgetConnectionImplementors = []string{"BudgetConnection"}
 var budgetConnectionTypename = graphql.MarshalString("BudgetConnection")
 
 func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetConnection) graphql.Marshaler {
-	fields := ec.collectFields(sel, budgetConnectionImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, budgetConnectionImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -9867,15 +9597,9 @@ func (ec *executionContext) _BudgetConnection(ctx context.Context, sel ast.Selec
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -9885,20 +9609,19 @@ var budgetEdgeImplementors = []string{"BudgetEdge"}
 var budgetEdgeTypename = graphql.MarshalString("BudgetEdge")
 
 func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetEdge) graphql.Marshaler {
-	fields := ec.collectFields(sel, budgetEdgeImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, budgetEdgeImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafBudgetEdge
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafBudgetEdge
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = budgetEdgeTypename
 		case "cursor":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "node":
 			if m, ok := ec.leafObjectBudget(field.Selections, obj.Node, true); ok {
 				out.Values[i] = m
@@ -9917,27 +9640,21 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListBudgetEdge answers the list v with one leafListOut, which
+// leafListBudgetEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) (graphql.Marshaler, bool) {
@@ -9945,16 +9662,16 @@ func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.Sele
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "BudgetEdge", leafBudgetEdge), true
+	return executor.NewLeafList(fields, v, "BudgetEdge", leafBudgetEdge), true
 }
 
 // laterFieldsBudgetEdge is the fields sel asks of a BudgetEdge,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsBudgetEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, budgetEdgeImplementors)
+	fields := ec.CollectFields(sel, budgetEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "cursor":
@@ -9979,13 +9696,12 @@ var budgetLookbackImplementors = []string{"BudgetLookback"}
 var budgetLookbackTypename = graphql.MarshalString("BudgetLookback")
 
 func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.SelectionSet, obj *upstream.Lookback) graphql.Marshaler {
-	fields := ec.collectFields(sel, budgetLookbackImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, budgetLookbackImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -10004,15 +9720,9 @@ func (ec *executionContext) _BudgetLookback(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -10022,27 +9732,26 @@ var budgetMetricsImplementors = []string{"BudgetMetrics"}
 var budgetMetricsTypename = graphql.MarshalString("BudgetMetrics")
 
 func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.SelectionSet, obj *upstream.BudgetMetrics) graphql.Marshaler {
-	fields := ec.collectFields(sel, budgetMetricsImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, budgetMetricsImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafBudgetMetrics
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafBudgetMetrics
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = budgetMetricsTypename
 		case "totalTarget":
 			model.CheckFloat(obj.TotalTarget)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "totalActual":
 			model.CheckFloat(obj.TotalActual)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "variance":
 			model.CheckFloat(obj.Variance)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10052,27 +9761,21 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListBudgetMetrics answers the list v with one leafListOut, which
+// leafListBudgetMetrics answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (graphql.Marshaler, bool) {
@@ -10084,10 +9787,10 @@ func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.S
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "BudgetMetrics", leafBudgetMetrics), true
+	return executor.NewLeafList(fields, v, "BudgetMetrics", leafBudgetMetrics), true
 }
 
 // checkLaterBudgetMetrics checks the later leaves fields asks of every
@@ -10117,7 +9820,7 @@ func checkLaterBudgetMetrics(fields []graphql.CollectedField, v []upstream.Budge
 // laterFieldsBudgetMetrics is the fields sel asks of a BudgetMetrics,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsBudgetMetrics(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, budgetMetricsImplementors)
+	fields := ec.CollectFields(sel, budgetMetricsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "totalTarget", "totalActual", "variance":
@@ -10146,11 +9849,10 @@ var createBudgetPayloadImplementors = []string{"CreateBudgetPayload"}
 var createBudgetPayloadTypename = graphql.MarshalString("CreateBudgetPayload")
 
 func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateBudgetPayload) graphql.Marshaler {
-	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
-	out := newObjectOut(fields)
-	out.obj, out.leaf = obj, leafCreateBudgetPayload
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	fields := ec.CollectFields(sel, createBudgetPayloadImplementors)
+	out := executor.NewObject(fields)
+	out.Record, out.Leaf = obj, leafCreateBudgetPayload
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -10170,7 +9872,7 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 				out.Invalids++
 			}
 		case "idempotencyKey":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10180,27 +9882,21 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListCreateBudgetPayload answers the list v with one leafListOut, which
+// leafListCreateBudgetPayload answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.CreateBudgetPayload) (graphql.Marshaler, bool) {
@@ -10208,13 +9904,13 @@ func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel
 	if !ok {
 		return nil, false
 	}
-	return newLeafListOut(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
+	return executor.NewLeafList(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
 }
 
 // laterFieldsCreateBudgetPayload is the fields sel asks of a CreateBudgetPayload,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsCreateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, createBudgetPayloadImplementors)
+	fields := ec.CollectFields(sel, createBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "idempotencyKey":
@@ -10239,21 +9935,20 @@ var deleteBudgetPayloadImplementors = []string{"DeleteBudgetPayload"}
 var deleteBudgetPayloadTypename = graphql.MarshalString("DeleteBudgetPayload")
 
 func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteBudgetPayload) graphql.Marshaler {
-	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
-	out := newObjectOut(fields)
-	out.obj, out.leaf = obj, leafDeleteBudgetPayload
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	fields := ec.CollectFields(sel, deleteBudgetPayloadImplementors)
+	out := executor.NewObject(fields)
+	out.Record, out.Leaf = obj, leafDeleteBudgetPayload
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = deleteBudgetPayloadTypename
 		case "deletedBudgetId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "success":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "alreadyDeleted":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "userErrors":
 			out.Values[i] = ec._DeleteBudgetPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10268,27 +9963,21 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListDeleteBudgetPayload answers the list v with one leafListOut, which
+// leafListDeleteBudgetPayload answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.DeleteBudgetPayload) (graphql.Marshaler, bool) {
@@ -10296,13 +9985,13 @@ func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel
 	if !ok {
 		return nil, false
 	}
-	return newLeafListOut(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
+	return executor.NewLeafList(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
 }
 
 // laterFieldsDeleteBudgetPayload is the fields sel asks of a DeleteBudgetPayload,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsDeleteBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, deleteBudgetPayloadImplementors)
+	fields := ec.CollectFields(sel, deleteBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "deletedBudgetId", "success", "alreadyDeleted":
@@ -10334,23 +10023,22 @@ var dimensionValueImplementors = []string{"DimensionValue"}
 var dimensionValueTypename = graphql.MarshalString("DimensionValue")
 
 func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValue) graphql.Marshaler {
-	fields := ec.collectFields(sel, dimensionValueImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, dimensionValueImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafDimensionValue
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafDimensionValue
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = dimensionValueTypename
 		case "value":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "cost":
 			model.CheckFloat(obj.Cost)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10360,27 +10048,21 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListDimensionValue answers the list v with one leafListOut, which
+// leafListDimensionValue answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (graphql.Marshaler, bool) {
@@ -10392,10 +10074,10 @@ func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "DimensionValue", leafDimensionValue), true
+	return executor.NewLeafList(fields, v, "DimensionValue", leafDimensionValue), true
 }
 
 // checkLaterDimensionValue checks the later leaves fields asks of every
@@ -10417,7 +10099,7 @@ func checkLaterDimensionValue(fields []graphql.CollectedField, v []upstream.Dime
 // laterFieldsDimensionValue is the fields sel asks of a DimensionValue,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsDimensionValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, dimensionValueImplementors)
+	fields := ec.CollectFields(sel, dimensionValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "value", "cost":
@@ -10444,14 +10126,13 @@ var dimensionValuesImplementors = []string{"DimensionValues"}
 var dimensionValuesTypename = graphql.MarshalString("DimensionValues")
 
 func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.SelectionSet, obj *upstream.DimensionValues) graphql.Marshaler {
-	fields := ec.collectFields(sel, dimensionValuesImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, dimensionValuesImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafDimensionValues
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafDimensionValues
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -10467,9 +10148,9 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 				out.Invalids++
 			}
 		case "hasMore":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "servedFromCache":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10479,27 +10160,21 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListDimensionValues answers the list v with one leafListOut, which
+// leafListDimensionValues answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValues) (graphql.Marshaler, bool) {
@@ -10507,16 +10182,16 @@ func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "DimensionValues", leafDimensionValues), true
+	return executor.NewLeafList(fields, v, "DimensionValues", leafDimensionValues), true
 }
 
 // laterFieldsDimensionValues is the fields sel asks of a DimensionValues,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsDimensionValues(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, dimensionValuesImplementors)
+	fields := ec.CollectFields(sel, dimensionValuesImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "hasMore", "servedFromCache":
@@ -10543,202 +10218,96 @@ var explorerImplementors = []string{"Explorer"}
 var explorerTypename = graphql.MarshalString("Explorer")
 
 func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet, obj *model.Explorer) graphql.Marshaler {
-	fields := ec.collectFields(sel, explorerImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, explorerImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = explorerTypename
 		case "summary":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Explorer_summary(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Explorer_summary(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Explorer_summary(ctx, field, obj)
+				})
 		case "previousPeriod":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Explorer_previousPeriod(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Explorer_previousPeriod(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Explorer_previousPeriod(ctx, field, obj)
+				})
 		case "history":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Explorer_history(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Explorer_history(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Explorer_history(ctx, field, obj)
+				})
 		case "heatmap":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Explorer_heatmap(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Explorer_heatmap(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Explorer_heatmap(ctx, field, obj)
+				})
 		case "dimensionValues":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Explorer_dimensionValues(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Explorer_dimensionValues(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Explorer_dimensionValues(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
 	}
-	if len(out.delayed) > 1 && ec.readsStarted(ctx, sel, "Explorer", obj) {
+	if out.Concurrent() > 1 && executor.ReadsStarted(ctx, ec.Resolvers, sel, "Explorer", obj) {
 		out.DispatchHere(ctx)
 	} else {
 		out.Dispatch(ctx)
@@ -10747,15 +10316,9 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -10765,14 +10328,13 @@ var explorerHeatmapImplementors = []string{"ExplorerHeatmap"}
 var explorerHeatmapTypename = graphql.MarshalString("ExplorerHeatmap")
 
 func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHeatmap) graphql.Marshaler {
-	fields := ec.collectFields(sel, explorerHeatmapImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, explorerHeatmapImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafExplorerHeatmap
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafExplorerHeatmap
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -10783,7 +10345,7 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 				out.Invalids++
 			}
 		case "servedFromCache":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10793,27 +10355,21 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListExplorerHeatmap answers the list v with one leafListOut, which
+// leafListExplorerHeatmap answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHeatmap) (graphql.Marshaler, bool) {
@@ -10821,16 +10377,16 @@ func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ExplorerHeatmap", leafExplorerHeatmap), true
+	return executor.NewLeafList(fields, v, "ExplorerHeatmap", leafExplorerHeatmap), true
 }
 
 // laterFieldsExplorerHeatmap is the fields sel asks of a ExplorerHeatmap,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsExplorerHeatmap(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, explorerHeatmapImplementors)
+	fields := ec.CollectFields(sel, explorerHeatmapImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "servedFromCache":
@@ -10855,54 +10411,32 @@ var explorerHistoryImplementors = []string{"ExplorerHistory"}
 var explorerHistoryTypename = graphql.MarshalString("ExplorerHistory")
 
 func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerHistory) graphql.Marshaler {
-	fields := ec.collectFields(sel, explorerHistoryImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, explorerHistoryImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafExplorerHistory
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafExplorerHistory
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = explorerHistoryTypename
 		case "costRows":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._ExplorerHistory_costRows(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._ExplorerHistory_costRows(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ExplorerHistory_costRows(ctx, field, obj)
+				})
 		case "totalsByTimeRows":
 			out.Values[i] = ec._ExplorerHistory_totalsByTimeRows(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10919,11 +10453,11 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "timeColumn":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "groupBy":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "servedFromCache":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10933,27 +10467,21 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListExplorerHistory answers the list v with one leafListOut, which
+// leafListExplorerHistory answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHistory) (graphql.Marshaler, bool) {
@@ -10961,16 +10489,16 @@ func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ExplorerHistory", leafExplorerHistory), true
+	return executor.NewLeafList(fields, v, "ExplorerHistory", leafExplorerHistory), true
 }
 
 // laterFieldsExplorerHistory is the fields sel asks of a ExplorerHistory,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsExplorerHistory(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, explorerHistoryImplementors)
+	fields := ec.CollectFields(sel, explorerHistoryImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "timeColumn", "groupBy", "servedFromCache":
@@ -10999,29 +10527,28 @@ var explorerPreviousPeriodImplementors = []string{"ExplorerPreviousPeriod"}
 var explorerPreviousPeriodTypename = graphql.MarshalString("ExplorerPreviousPeriod")
 
 func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerPreviousPeriod) graphql.Marshaler {
-	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, explorerPreviousPeriodImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafExplorerPreviousPeriod
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafExplorerPreviousPeriod
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = explorerPreviousPeriodTypename
 		case "currentTotal":
 			model.CheckFloat(obj.CurrentTotal)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "previousTotal":
 			model.CheckFloat(obj.PreviousTotal)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "changePercent":
 			model.CheckFloat(obj.ChangePercent)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "servedFromCache":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11031,27 +10558,21 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListExplorerPreviousPeriod answers the list v with one leafListOut, which
+// leafListExplorerPreviousPeriod answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (graphql.Marshaler, bool) {
@@ -11063,10 +10584,10 @@ func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, 
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
+	return executor.NewLeafList(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
 }
 
 // checkLaterExplorerPreviousPeriod checks the later leaves fields asks of every
@@ -11096,7 +10617,7 @@ func checkLaterExplorerPreviousPeriod(fields []graphql.CollectedField, v []upstr
 // laterFieldsExplorerPreviousPeriod is the fields sel asks of a ExplorerPreviousPeriod,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsExplorerPreviousPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, explorerPreviousPeriodImplementors)
+	fields := ec.CollectFields(sel, explorerPreviousPeriodImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "currentTotal", "previousTotal", "changePercent", "servedFromCache":
@@ -11127,41 +10648,24 @@ var explorerReportImplementors = []string{"ExplorerReport", "Node"}
 var explorerReportTypename = graphql.MarshalString("ExplorerReport")
 
 func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerReport) graphql.Marshaler {
-	fields := ec.collectFields(sel, explorerReportImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, explorerReportImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafExplorerReport
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafExplorerReport
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = explorerReportTypename
 		case "id":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._ExplorerReport_id(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._ExplorerReport_id(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -11174,9 +10678,9 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "name":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11186,27 +10690,21 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListExplorerReport answers the list v with one leafListOut, which
+// leafListExplorerReport answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerReport) (graphql.Marshaler, bool) {
@@ -11214,16 +10712,16 @@ func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ExplorerReport", leafExplorerReport), true
+	return executor.NewLeafList(fields, v, "ExplorerReport", leafExplorerReport), true
 }
 
 // laterFieldsExplorerReport is the fields sel asks of a ExplorerReport,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsExplorerReport(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, explorerReportImplementors)
+	fields := ec.CollectFields(sel, explorerReportImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "upstreamId", "name":
@@ -11235,7 +10733,7 @@ func (ec *executionContext) laterFieldsExplorerReport(sel ast.SelectionSet) ([]g
 }
 
 // leafObjectExplorerReport answers v, a ExplorerReport held by a member
-// of its parent's record, with one leafObjectOut, which writes it from v
+// of its parent's record, with one executor.LeafObject, which writes it from v
 // when the answer is written, if the selection asks only for later leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
@@ -11249,10 +10747,10 @@ func (ec *executionContext) leafObjectExplorerReport(sel ast.SelectionSet, v *up
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(fields)) { // the answer is refused whole
+	if !ec.Spend(len(fields)) { // the answer is refused whole
 		return graphql.Null, true
 	}
-	return newLeafObjectOut(fields, v, "ExplorerReport", leafExplorerReport), true
+	return executor.NewLeafObject(fields, v, "ExplorerReport", leafExplorerReport), true
 }
 
 // leafExplorerReport appends the later leaf named field of obj to b.
@@ -11271,14 +10769,13 @@ var explorerSummaryImplementors = []string{"ExplorerSummary"}
 var explorerSummaryTypename = graphql.MarshalString("ExplorerSummary")
 
 func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.SelectionSet, obj *upstream.ExplorerSummary) graphql.Marshaler {
-	fields := ec.collectFields(sel, explorerSummaryImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, explorerSummaryImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafExplorerSummary
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafExplorerSummary
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -11289,7 +10786,7 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 				out.Invalids++
 			}
 		case "servedFromCache":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11299,27 +10796,21 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListExplorerSummary answers the list v with one leafListOut, which
+// leafListExplorerSummary answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerSummary) (graphql.Marshaler, bool) {
@@ -11327,16 +10818,16 @@ func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ExplorerSummary", leafExplorerSummary), true
+	return executor.NewLeafList(fields, v, "ExplorerSummary", leafExplorerSummary), true
 }
 
 // laterFieldsExplorerSummary is the fields sel asks of a ExplorerSummary,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsExplorerSummary(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, explorerSummaryImplementors)
+	fields := ec.CollectFields(sel, explorerSummaryImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "servedFromCache":
@@ -11361,25 +10852,24 @@ var heatmapRowImplementors = []string{"HeatmapRow"}
 var heatmapRowTypename = graphql.MarshalString("HeatmapRow")
 
 func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSet, obj *upstream.HeatmapRow) graphql.Marshaler {
-	fields := ec.collectFields(sel, heatmapRowImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, heatmapRowImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafHeatmapRow
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafHeatmapRow
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = heatmapRowTypename
 		case "dimension":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "day":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "cost":
 			model.CheckFloat(obj.Cost)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11389,27 +10879,21 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListHeatmapRow answers the list v with one leafListOut, which
+// leafListHeatmapRow answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (graphql.Marshaler, bool) {
@@ -11421,10 +10905,10 @@ func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.Sele
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "HeatmapRow", leafHeatmapRow), true
+	return executor.NewLeafList(fields, v, "HeatmapRow", leafHeatmapRow), true
 }
 
 // checkLaterHeatmapRow checks the later leaves fields asks of every
@@ -11446,7 +10930,7 @@ func checkLaterHeatmapRow(fields []graphql.CollectedField, v []upstream.HeatmapR
 // laterFieldsHeatmapRow is the fields sel asks of a HeatmapRow,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsHeatmapRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, heatmapRowImplementors)
+	fields := ec.CollectFields(sel, heatmapRowImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "dimension", "day", "cost":
@@ -11475,25 +10959,24 @@ var historyCostRowImplementors = []string{"HistoryCostRow"}
 var historyCostRowTypename = graphql.MarshalString("HistoryCostRow")
 
 func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.SelectionSet, obj *model.HistoryCostRow) graphql.Marshaler {
-	fields := ec.collectFields(sel, historyCostRowImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, historyCostRowImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafHistoryCostRow
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafHistoryCostRow
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = historyCostRowTypename
 		case "group":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "date":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "cost":
 			model.CheckFloat(obj.Cost)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "raw":
 			out.Values[i] = ec._HistoryCostRow_raw(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11508,27 +10991,21 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListHistoryCostRow answers the list v with one leafListOut, which
+// leafListHistoryCostRow answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) (graphql.Marshaler, bool) {
@@ -11540,10 +11017,10 @@ func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "HistoryCostRow", leafHistoryCostRow), true
+	return executor.NewLeafList(fields, v, "HistoryCostRow", leafHistoryCostRow), true
 }
 
 // checkLaterHistoryCostRow checks the later leaves fields asks of every
@@ -11565,7 +11042,7 @@ func checkLaterHistoryCostRow(fields []graphql.CollectedField, v []model.History
 // laterFieldsHistoryCostRow is the fields sel asks of a HistoryCostRow,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsHistoryCostRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, historyCostRowImplementors)
+	fields := ec.CollectFields(sel, historyCostRowImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "group", "date", "cost":
@@ -11597,28 +11074,27 @@ var lookbackPeriodImplementors = []string{"LookbackPeriod"}
 var lookbackPeriodTypename = graphql.MarshalString("LookbackPeriod")
 
 func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.SelectionSet, obj *upstream.LookbackPeriod) graphql.Marshaler {
-	fields := ec.collectFields(sel, lookbackPeriodImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, lookbackPeriodImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafLookbackPeriod
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafLookbackPeriod
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = lookbackPeriodTypename
 		case "periodKey":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "actual":
 			model.CheckFloat(obj.Actual)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "projected":
 			if obj.Projected != nil {
 				model.CheckFloat(*obj.Projected)
 			}
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11628,27 +11104,21 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListLookbackPeriod answers the list v with one leafListOut, which
+// leafListLookbackPeriod answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (graphql.Marshaler, bool) {
@@ -11660,10 +11130,10 @@ func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "LookbackPeriod", leafLookbackPeriod), true
+	return executor.NewLeafList(fields, v, "LookbackPeriod", leafLookbackPeriod), true
 }
 
 // checkLaterLookbackPeriod checks the later leaves fields asks of every
@@ -11691,7 +11161,7 @@ func checkLaterLookbackPeriod(fields []graphql.CollectedField, v []upstream.Look
 // laterFieldsLookbackPeriod is the fields sel asks of a LookbackPeriod,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsLookbackPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, lookbackPeriodImplementors)
+	fields := ec.CollectFields(sel, lookbackPeriodImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "periodKey", "actual", "projected":
@@ -11723,14 +11193,13 @@ var mutationImplementors = []string{"Mutation"}
 var mutationTypename = graphql.MarshalString("Mutation")
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
-	fields := ec.collectFields(sel, mutationImplementors)
+	fields := ec.CollectFields(sel, mutationImplementors)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
 		Object: "Mutation",
 	})
 
-	out := newObjectOut(fields)
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out := executor.NewObject(fields)
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
 			Object: field.Name,
@@ -11770,15 +11239,9 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -11788,26 +11251,25 @@ var pageInfoImplementors = []string{"PageInfo"}
 var pageInfoTypename = graphql.MarshalString("PageInfo")
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *model.PageInfo) graphql.Marshaler {
-	fields := ec.collectFields(sel, pageInfoImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, pageInfoImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafPageInfo
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafPageInfo
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = pageInfoTypename
 		case "hasNextPage":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "hasPreviousPage":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "startCursor":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "endCursor":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11817,27 +11279,21 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListPageInfo answers the list v with one leafListOut, which
+// leafListPageInfo answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (graphql.Marshaler, bool) {
@@ -11845,16 +11301,16 @@ func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.Select
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "PageInfo", leafPageInfo), true
+	return executor.NewLeafList(fields, v, "PageInfo", leafPageInfo), true
 }
 
 // laterFieldsPageInfo is the fields sel asks of a PageInfo,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsPageInfo(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, pageInfoImplementors)
+	fields := ec.CollectFields(sel, pageInfoImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "hasNextPage", "hasPreviousPage", "startCursor", "endCursor":
@@ -11866,7 +11322,7 @@ func (ec *executionContext) laterFieldsPageInfo(sel ast.SelectionSet) ([]graphql
 }
 
 // leafObjectPageInfo answers v, a PageInfo held by a member
-// of its parent's record, with one leafObjectOut, which writes it from v
+// of its parent's record, with one executor.LeafObject, which writes it from v
 // when the answer is written, if the selection asks only for later leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
@@ -11880,10 +11336,10 @@ func (ec *executionContext) leafObjectPageInfo(sel ast.SelectionSet, v *model.Pa
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(fields)) { // the answer is refused whole
+	if !ec.Spend(len(fields)) { // the answer is refused whole
 		return graphql.Null, true
 	}
-	return newLeafObjectOut(fields, v, "PageInfo", leafPageInfo), true
+	return executor.NewLeafObject(fields, v, "PageInfo", leafPageInfo), true
 }
 
 // leafPageInfo appends the later leaf named field of obj to b.
@@ -11912,23 +11368,22 @@ var periodAmountImplementors = []string{"PeriodAmount"}
 var periodAmountTypename = graphql.MarshalString("PeriodAmount")
 
 func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.SelectionSet, obj *model.PeriodAmount) graphql.Marshaler {
-	fields := ec.collectFields(sel, periodAmountImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, periodAmountImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafPeriodAmount
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafPeriodAmount
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = periodAmountTypename
 		case "period":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "amount":
 			model.CheckFloat(obj.Amount)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11938,27 +11393,21 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListPeriodAmount answers the list v with one leafListOut, which
+// leafListPeriodAmount answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (graphql.Marshaler, bool) {
@@ -11970,10 +11419,10 @@ func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.Se
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount), true
+	return executor.NewLeafList(fields, v, "PeriodAmount", leafPeriodAmount), true
 }
 
 // checkLaterPeriodAmount checks the later leaves fields asks of every
@@ -11995,7 +11444,7 @@ func checkLaterPeriodAmount(fields []graphql.CollectedField, v []model.PeriodAmo
 // laterFieldsPeriodAmount is the fields sel asks of a PeriodAmount,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsPeriodAmount(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, periodAmountImplementors)
+	fields := ec.CollectFields(sel, periodAmountImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "period", "amount":
@@ -12022,41 +11471,24 @@ var planningImplementors = []string{"Planning", "Node"}
 var planningTypename = graphql.MarshalString("Planning")
 
 func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet, obj *upstream.Planning) graphql.Marshaler {
-	fields := ec.collectFields(sel, planningImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, planningImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafPlanning
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafPlanning
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = planningTypename
 		case "id":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._Planning_id(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Planning_id(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -12069,86 +11501,49 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "budgetId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "budget":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Planning_budget(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Planning_budget(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Planning_budget(ctx, field, obj)
+				})
 		case "dimension1":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "dimension2":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "previousMonth":
 			model.CheckFloat(obj.PreviousMonth)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "avgLookback":
 			model.CheckFloat(obj.AvgLookback)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "percentGrowth":
 			model.CheckFloat(obj.PercentGrowth)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "percentSpend":
 			if obj.PercentSpend != nil {
 				model.CheckFloat(*obj.PercentSpend)
 			}
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "targetItems":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._Planning_targetItems(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Planning_targetItems(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -12164,57 +11559,34 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "targetType":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "targetTypeRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "createdAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "actuals":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Planning_actuals(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
 			if field.IsDeferred() {
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, &dfs.Invalids)
-				})
-
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
-
-				// don't run the out.Concurrently() call below
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Planning_actuals(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler {
-				if ret := ec.quick_Planning_actuals(ctx, field, obj); ret != nil {
-					return ret
-				}
-				return innerFunc(ctx, &out.Invalids)
-			})
+			out.ResolveConcurrently(ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					if ret := ec.quick_Planning_actuals(ctx, field, obj); ret != nil {
+						return ret
+					}
+					return ec._Planning_actuals(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
 	}
-	if len(out.delayed) > 1 && ec.readsStarted(ctx, sel, "Planning", obj) {
+	if out.Concurrent() > 1 && executor.ReadsStarted(ctx, ec.Resolvers, sel, "Planning", obj) {
 		out.DispatchHere(ctx)
 	} else {
 		out.Dispatch(ctx)
@@ -12223,22 +11595,16 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
 // quick_Planning_targetItems answers the field from its
-// resolver's answer with one leafListOut, with no field context, when the
+// resolver's answer with one executor.LeafList, with no field context, when the
 // selection asks only for later leaves of a TargetItem; the resolver is
 // called only then. It is nil otherwise, and after an error or a failed
 // check: the field is then resolved the usual way, which calls the resolver
@@ -12262,14 +11628,14 @@ func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, fiel
 	if err != nil || checkLaterTargetItem(fields, v) != nil {
 		return nil
 	}
-	if !ec.spend(len(v) * (len(fields) + 1)) {
+	if !ec.Spend(len(v) * (len(fields) + 1)) {
 		return graphql.Null
 	}
-	return newLeafListOut(fields, v, "TargetItem", leafTargetItem)
+	return executor.NewLeafList(fields, v, "TargetItem", leafTargetItem)
 }
 
 // quick_Planning_actuals answers the field from its
-// resolver's answer with one leafListOut, with no field context, when the
+// resolver's answer with one executor.LeafList, with no field context, when the
 // selection asks only for later leaves of a PeriodAmount; the resolver is
 // called only then. It is nil otherwise, and after an error or a failed
 // check: the field is then resolved the usual way, which calls the resolver
@@ -12296,19 +11662,19 @@ func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field gr
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v) * (len(fields) + 1)) {
+	if !ec.Spend(len(v) * (len(fields) + 1)) {
 		return graphql.Null
 	}
-	return newLeafListOut(fields, v, "PeriodAmount", leafPeriodAmount)
+	return executor.NewLeafList(fields, v, "PeriodAmount", leafPeriodAmount)
 }
 
-// leafListPlanning answers the list v with one leafListOut, which
+// leafListPlanning answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) (graphql.Marshaler, bool) {
@@ -12320,10 +11686,10 @@ func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.Select
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "Planning", leafPlanning), true
+	return executor.NewLeafList(fields, v, "Planning", leafPlanning), true
 }
 
 // checkLaterPlanning checks the later leaves fields asks of every
@@ -12359,7 +11725,7 @@ func checkLaterPlanning(fields []graphql.CollectedField, v []upstream.Planning) 
 // laterFieldsPlanning is the fields sel asks of a Planning,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsPlanning(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, planningImplementors)
+	fields := ec.CollectFields(sel, planningImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "upstreamId", "budgetId", "dimension1", "dimension2", "previousMonth", "avgLookback", "percentGrowth", "percentSpend", "targetType", "targetTypeRaw", "createdAt":
@@ -12407,20 +11773,19 @@ var planningActualsImplementors = []string{"PlanningActuals"}
 var planningActualsTypename = graphql.MarshalString("PlanningActuals")
 
 func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.SelectionSet, obj *model.PlanningActuals) graphql.Marshaler {
-	fields := ec.collectFields(sel, planningActualsImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, planningActualsImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafPlanningActuals
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafPlanningActuals
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = planningActualsTypename
 		case "planningId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "periods":
 			out.Values[i] = ec._PlanningActuals_periods(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12435,27 +11800,21 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListPlanningActuals answers the list v with one leafListOut, which
+// leafListPlanningActuals answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) (graphql.Marshaler, bool) {
@@ -12463,16 +11822,16 @@ func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "PlanningActuals", leafPlanningActuals), true
+	return executor.NewLeafList(fields, v, "PlanningActuals", leafPlanningActuals), true
 }
 
 // laterFieldsPlanningActuals is the fields sel asks of a PlanningActuals,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsPlanningActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, planningActualsImplementors)
+	fields := ec.CollectFields(sel, planningActualsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "planningId":
@@ -12497,17 +11856,16 @@ var queryImplementors = []string{"Query"}
 var queryTypename = graphql.MarshalString("Query")
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
-	fields := ec.collectFields(sel, queryImplementors)
+	fields := ec.CollectFields(sel, queryImplementors)
 	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
 		Object: "Query",
 	})
 
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
 			Object: field.Name,
@@ -12518,247 +11876,71 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		case "__typename":
 			out.Values[i] = queryTypename
 		case "node":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_node(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_node(ctx, field)
+				})
 		case "nodes":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_nodes(ctx, field)
-				if res == graphql.Null {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_nodes(ctx, field)
+				})
 		case "cost":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_cost(ctx, field)
-				if res == graphql.Null {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_cost(ctx, field)
+				})
 		case "budgets":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_budgets(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budgets(ctx, field)
+				})
 		case "budget":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_budget(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budget(ctx, field)
+				})
 		case "budgetLookback":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_budgetLookback(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budgetLookback(ctx, field)
+				})
 		case "budgetLookbackPreview":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_budgetLookbackPreview(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budgetLookbackPreview(ctx, field)
+				})
 		case "explorer":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_explorer(ctx, field)
-				if res == graphql.Null {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_explorer(ctx, field)
+				})
 		case "recommendations":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_recommendations(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_recommendations(ctx, field)
+				})
 		case "anomalies":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_anomalies(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_anomalies(ctx, field)
+				})
 		case "scheduledNotifications":
-			field := field
-
-			innerFunc := func(ctx context.Context, invalids *uint32) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Query_scheduledNotifications(ctx, field)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(invalids, 1)
-				}
-				return res
-			}
-
-			rrm := func(ctx context.Context) graphql.Marshaler {
-				return ec.OperationContext.RootResolverMiddleware(ctx,
-					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, &out.Invalids) })
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_scheduledNotifications(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -12770,7 +11952,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___schema(ctx, field)
 			})
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
@@ -12782,15 +11964,9 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -12800,22 +11976,21 @@ var queryCostImplementors = []string{"QueryCost"}
 var queryCostTypename = graphql.MarshalString("QueryCost")
 
 func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet, obj *model.QueryCost) graphql.Marshaler {
-	fields := ec.collectFields(sel, queryCostImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, queryCostImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafQueryCost
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafQueryCost
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = queryCostTypename
 		case "estimatedUpstreamCalls":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "maxUpstreamCalls":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12825,27 +12000,21 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListQueryCost answers the list v with one leafListOut, which
+// leafListQueryCost answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (graphql.Marshaler, bool) {
@@ -12853,16 +12022,16 @@ func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.Selec
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "QueryCost", leafQueryCost), true
+	return executor.NewLeafList(fields, v, "QueryCost", leafQueryCost), true
 }
 
 // laterFieldsQueryCost is the fields sel asks of a QueryCost,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsQueryCost(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, queryCostImplementors)
+	fields := ec.CollectFields(sel, queryCostImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "estimatedUpstreamCalls", "maxUpstreamCalls":
@@ -12892,41 +12061,24 @@ var recommendationImplementors = []string{"Recommendation", "Node"}
 var recommendationTypename = graphql.MarshalString("Recommendation")
 
 func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.SelectionSet, obj *upstream.Recommendation) graphql.Marshaler {
-	fields := ec.collectFields(sel, recommendationImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, recommendationImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafRecommendation
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafRecommendation
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = recommendationTypename
 		case "id":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._Recommendation_id(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Recommendation_id(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -12939,49 +12091,33 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recommendationId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "recommendationName":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "estimatedMonthlySavings":
 			model.CheckFloat(obj.EstimatedMonthlySavings)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "implementationEffort":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "implementationEffortRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "category":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "actionType":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "accountName":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "region":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "resourceId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "extra":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._Recommendation_extra(ctx, field, obj)
-					if res == graphql.RequiredNull {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, false,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._Recommendation_extra(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -12998,27 +12134,21 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListRecommendation answers the list v with one leafListOut, which
+// leafListRecommendation answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) (graphql.Marshaler, bool) {
@@ -13030,10 +12160,10 @@ func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "Recommendation", leafRecommendation), true
+	return executor.NewLeafList(fields, v, "Recommendation", leafRecommendation), true
 }
 
 // checkLaterRecommendation checks the later leaves fields asks of every
@@ -13055,7 +12185,7 @@ func checkLaterRecommendation(fields []graphql.CollectedField, v []upstream.Reco
 // laterFieldsRecommendation is the fields sel asks of a Recommendation,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsRecommendation(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, recommendationImplementors)
+	fields := ec.CollectFields(sel, recommendationImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "recommendationId", "recommendationName", "estimatedMonthlySavings", "implementationEffort", "implementationEffortRaw", "category", "actionType", "accountName", "region", "resourceId":
@@ -13098,13 +12228,12 @@ var recommendationConnectionImplementors = []string{"RecommendationConnection"}
 var recommendationConnectionTypename = graphql.MarshalString("RecommendationConnection")
 
 func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationConnection) graphql.Marshaler {
-	fields := ec.collectFields(sel, recommendationConnectionImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, recommendationConnectionImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13137,15 +12266,9 @@ func (ec *executionContext) _RecommendationConnection(ctx context.Context, sel a
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -13155,20 +12278,19 @@ var recommendationEdgeImplementors = []string{"RecommendationEdge"}
 var recommendationEdgeTypename = graphql.MarshalString("RecommendationEdge")
 
 func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RecommendationEdge) graphql.Marshaler {
-	fields := ec.collectFields(sel, recommendationEdgeImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, recommendationEdgeImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafRecommendationEdge
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafRecommendationEdge
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = recommendationEdgeTypename
 		case "cursor":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "node":
 			out.Values[i] = ec._RecommendationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13183,27 +12305,21 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListRecommendationEdge answers the list v with one leafListOut, which
+// leafListRecommendationEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) (graphql.Marshaler, bool) {
@@ -13211,16 +12327,16 @@ func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel 
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "RecommendationEdge", leafRecommendationEdge), true
+	return executor.NewLeafList(fields, v, "RecommendationEdge", leafRecommendationEdge), true
 }
 
 // laterFieldsRecommendationEdge is the fields sel asks of a RecommendationEdge,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsRecommendationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, recommendationEdgeImplementors)
+	fields := ec.CollectFields(sel, recommendationEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "cursor":
@@ -13245,41 +12361,24 @@ var scheduledNotificationImplementors = []string{"ScheduledNotification", "Node"
 var scheduledNotificationTypename = graphql.MarshalString("ScheduledNotification")
 
 func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.SelectionSet, obj *upstream.ScheduledNotification) graphql.Marshaler {
-	fields := ec.collectFields(sel, scheduledNotificationImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, scheduledNotificationImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafScheduledNotification
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafScheduledNotification
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = scheduledNotificationTypename
 		case "id":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._ScheduledNotification_id(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._ScheduledNotification_id(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -13292,49 +12391,49 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "recipientEmail":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "subject":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "scheduleType":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "scheduleTypeRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "scheduledAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "recurrenceFrequency":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "recurrenceFrequencyRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "recurrenceTimezone":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "recurrenceWeekday":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "recurrenceDayOfMonth":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "cronExpression":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "status":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "statusRaw":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "sentAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "errorMessage":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "nextAttemptAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "createdAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "updatedAt":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "canvasId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "explorerReportId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "includeAssistantAnalysis":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13344,27 +12443,21 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListScheduledNotification answers the list v with one leafListOut, which
+// leafListScheduledNotification answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotification(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) (graphql.Marshaler, bool) {
@@ -13372,16 +12465,16 @@ func (ec *executionContext) leafListScheduledNotification(ctx context.Context, s
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
+	return executor.NewLeafList(fields, v, "ScheduledNotification", leafScheduledNotification), true
 }
 
 // laterFieldsScheduledNotification is the fields sel asks of a ScheduledNotification,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsScheduledNotification(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, scheduledNotificationImplementors)
+	fields := ec.CollectFields(sel, scheduledNotificationImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "upstreamId", "recipientEmail", "subject", "scheduleType", "scheduleTypeRaw", "scheduledAt", "recurrenceFrequency", "recurrenceFrequencyRaw", "recurrenceTimezone", "recurrenceWeekday", "recurrenceDayOfMonth", "cronExpression", "status", "statusRaw", "sentAt", "errorMessage", "nextAttemptAt", "createdAt", "updatedAt", "canvasId", "explorerReportId", "includeAssistantAnalysis":
@@ -13393,7 +12486,7 @@ func (ec *executionContext) laterFieldsScheduledNotification(sel ast.SelectionSe
 }
 
 // leafObjectScheduledNotification answers v, a ScheduledNotification held by a member
-// of its parent's record, with one leafObjectOut, which writes it from v
+// of its parent's record, with one executor.LeafObject, which writes it from v
 // when the answer is written, if the selection asks only for later leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
@@ -13407,10 +12500,10 @@ func (ec *executionContext) leafObjectScheduledNotification(sel ast.SelectionSet
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(fields)) { // the answer is refused whole
+	if !ec.Spend(len(fields)) { // the answer is refused whole
 		return graphql.Null, true
 	}
-	return newLeafObjectOut(fields, v, "ScheduledNotification", leafScheduledNotification), true
+	return executor.NewLeafObject(fields, v, "ScheduledNotification", leafScheduledNotification), true
 }
 
 // leafScheduledNotification appends the later leaf named field of obj to b.
@@ -13487,14 +12580,13 @@ var scheduledNotificationConnectionImplementors = []string{"ScheduledNotificatio
 var scheduledNotificationConnectionTypename = graphql.MarshalString("ScheduledNotificationConnection")
 
 func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationConnection) graphql.Marshaler {
-	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, scheduledNotificationConnectionImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafScheduledNotificationConnection
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafScheduledNotificationConnection
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13519,7 +12611,7 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 				out.Invalids++
 			}
 		case "totalCount":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13529,27 +12621,21 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListScheduledNotificationConnection answers the list v with one leafListOut, which
+// leafListScheduledNotificationConnection answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationConnection) (graphql.Marshaler, bool) {
@@ -13557,16 +12643,16 @@ func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ScheduledNotificationConnection", leafScheduledNotificationConnection), true
+	return executor.NewLeafList(fields, v, "ScheduledNotificationConnection", leafScheduledNotificationConnection), true
 }
 
 // laterFieldsScheduledNotificationConnection is the fields sel asks of a ScheduledNotificationConnection,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsScheduledNotificationConnection(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, scheduledNotificationConnectionImplementors)
+	fields := ec.CollectFields(sel, scheduledNotificationConnectionImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "totalCount":
@@ -13591,20 +12677,19 @@ var scheduledNotificationEdgeImplementors = []string{"ScheduledNotificationEdge"
 var scheduledNotificationEdgeTypename = graphql.MarshalString("ScheduledNotificationEdge")
 
 func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, obj *model.ScheduledNotificationEdge) graphql.Marshaler {
-	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, scheduledNotificationEdgeImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafScheduledNotificationEdge
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafScheduledNotificationEdge
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = scheduledNotificationEdgeTypename
 		case "cursor":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "node":
 			if m, ok := ec.leafObjectScheduledNotification(field.Selections, obj.Node, true); ok {
 				out.Values[i] = m
@@ -13623,27 +12708,21 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListScheduledNotificationEdge answers the list v with one leafListOut, which
+// leafListScheduledNotificationEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) (graphql.Marshaler, bool) {
@@ -13651,16 +12730,16 @@ func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Contex
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "ScheduledNotificationEdge", leafScheduledNotificationEdge), true
+	return executor.NewLeafList(fields, v, "ScheduledNotificationEdge", leafScheduledNotificationEdge), true
 }
 
 // laterFieldsScheduledNotificationEdge is the fields sel asks of a ScheduledNotificationEdge,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsScheduledNotificationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, scheduledNotificationEdgeImplementors)
+	fields := ec.CollectFields(sel, scheduledNotificationEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "cursor":
@@ -13685,28 +12764,27 @@ var summaryCardImplementors = []string{"SummaryCard"}
 var summaryCardTypename = graphql.MarshalString("SummaryCard")
 
 func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionSet, obj *upstream.SummaryCard) graphql.Marshaler {
-	fields := ec.collectFields(sel, summaryCardImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, summaryCardImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafSummaryCard
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafSummaryCard
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = summaryCardTypename
 		case "title":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "description":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "value":
 			model.CheckFloat(obj.Value)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "previousValue":
 			model.CheckFloat(obj.PreviousValue)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13716,27 +12794,21 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListSummaryCard answers the list v with one leafListOut, which
+// leafListSummaryCard answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (graphql.Marshaler, bool) {
@@ -13748,10 +12820,10 @@ func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.Sel
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "SummaryCard", leafSummaryCard), true
+	return executor.NewLeafList(fields, v, "SummaryCard", leafSummaryCard), true
 }
 
 // checkLaterSummaryCard checks the later leaves fields asks of every
@@ -13777,7 +12849,7 @@ func checkLaterSummaryCard(fields []graphql.CollectedField, v []upstream.Summary
 // laterFieldsSummaryCard is the fields sel asks of a SummaryCard,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsSummaryCard(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, summaryCardImplementors)
+	fields := ec.CollectFields(sel, summaryCardImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "title", "description", "value", "previousValue":
@@ -13808,23 +12880,22 @@ var targetItemImplementors = []string{"TargetItem"}
 var targetItemTypename = graphql.MarshalString("TargetItem")
 
 func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSet, obj *model.TargetItem) graphql.Marshaler {
-	fields := ec.collectFields(sel, targetItemImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, targetItemImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafTargetItem
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafTargetItem
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = targetItemTypename
 		case "dimensionValue":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "amount":
 			model.CheckFloat(obj.Amount)
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13834,27 +12905,21 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListTargetItem answers the list v with one leafListOut, which
+// leafListTargetItem answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (graphql.Marshaler, bool) {
@@ -13866,10 +12931,10 @@ func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.Sele
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "TargetItem", leafTargetItem), true
+	return executor.NewLeafList(fields, v, "TargetItem", leafTargetItem), true
 }
 
 // checkLaterTargetItem checks the later leaves fields asks of every
@@ -13891,7 +12956,7 @@ func checkLaterTargetItem(fields []graphql.CollectedField, v []model.TargetItem)
 // laterFieldsTargetItem is the fields sel asks of a TargetItem,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsTargetItem(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, targetItemImplementors)
+	fields := ec.CollectFields(sel, targetItemImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "dimensionValue", "amount":
@@ -13918,11 +12983,10 @@ var updateBudgetPayloadImplementors = []string{"UpdateBudgetPayload"}
 var updateBudgetPayloadTypename = graphql.MarshalString("UpdateBudgetPayload")
 
 func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateBudgetPayload) graphql.Marshaler {
-	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
-	out := newObjectOut(fields)
-	out.obj, out.leaf = obj, leafUpdateBudgetPayload
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	fields := ec.CollectFields(sel, updateBudgetPayloadImplementors)
+	out := executor.NewObject(fields)
+	out.Record, out.Leaf = obj, leafUpdateBudgetPayload
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -13942,7 +13006,7 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 				out.Invalids++
 			}
 		case "idempotencyKey":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13952,27 +13016,21 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListUpdateBudgetPayload answers the list v with one leafListOut, which
+// leafListUpdateBudgetPayload answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.UpdateBudgetPayload) (graphql.Marshaler, bool) {
@@ -13980,13 +13038,13 @@ func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel
 	if !ok {
 		return nil, false
 	}
-	return newLeafListOut(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
+	return executor.NewLeafList(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
 }
 
 // laterFieldsUpdateBudgetPayload is the fields sel asks of a UpdateBudgetPayload,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsUpdateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, updateBudgetPayloadImplementors)
+	fields := ec.CollectFields(sel, updateBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "idempotencyKey":
@@ -14011,41 +13069,24 @@ var userImplementors = []string{"User", "Node"}
 var userTypename = graphql.MarshalString("User")
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *upstream.User) graphql.Marshaler {
-	fields := ec.collectFields(sel, userImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, userImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leafUser
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leafUser
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = userTypename
 		case "id":
 			if field.IsDeferred() {
-				field := field
-				if deferredFieldSet == nil {
-					deferredFieldSet = graphql.NewFieldSet(nil)
-					deferLabelToView = make(map[string]*graphql.FieldSetView)
-				}
-				dfs := deferredFieldSet
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) (res graphql.Marshaler) {
-					defer func() {
-						if r := recover(); r != nil {
-							ec.Error(ctx, ec.Recover(ctx, r))
-						}
-					}()
-					res = ec._User_id(ctx, field, obj)
-					if res == graphql.Null {
-						atomic.AddUint32(&dfs.Invalids, 1)
-					}
-					return res
-				})
-				deferInViews(deferredFieldSet, deferLabelToView, field, fieldIndex)
+				executor.Defer(ctx, ec.OperationContext, &deferred, field,
+					true, true,
+					func(ctx context.Context) graphql.Marshaler {
+						return ec._User_id(ctx, field, obj)
+					})
 				out.Values[i] = graphql.Null
 				continue
 			}
@@ -14058,13 +13099,13 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "firstName":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "lastName":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "email":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14074,27 +13115,21 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListUser answers the list v with one leafListOut, which
+// leafListUser answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionSet, v []upstream.User) (graphql.Marshaler, bool) {
@@ -14102,16 +13137,16 @@ func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionS
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "User", leafUser), true
+	return executor.NewLeafList(fields, v, "User", leafUser), true
 }
 
 // laterFieldsUser is the fields sel asks of a User,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsUser(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, userImplementors)
+	fields := ec.CollectFields(sel, userImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "upstreamId", "firstName", "lastName", "email":
@@ -14123,7 +13158,7 @@ func (ec *executionContext) laterFieldsUser(sel ast.SelectionSet) ([]graphql.Col
 }
 
 // leafObjectUser answers v, a User held by a member
-// of its parent's record, with one leafObjectOut, which writes it from v
+// of its parent's record, with one executor.LeafObject, which writes it from v
 // when the answer is written, if the selection asks only for later leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
@@ -14137,10 +13172,10 @@ func (ec *executionContext) leafObjectUser(sel ast.SelectionSet, v *upstream.Use
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(fields)) { // the answer is refused whole
+	if !ec.Spend(len(fields)) { // the answer is refused whole
 		return graphql.Null, true
 	}
-	return newLeafObjectOut(fields, v, "User", leafUser), true
+	return executor.NewLeafObject(fields, v, "User", leafUser), true
 }
 
 // leafUser appends the later leaf named field of obj to b.
@@ -14163,11 +13198,10 @@ var userErrorImplementors = []string{"UserError"}
 var userErrorTypename = graphql.MarshalString("UserError")
 
 func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet, obj *model.UserError) graphql.Marshaler {
-	fields := ec.collectFields(sel, userErrorImplementors)
-	out := newObjectOut(fields)
-	out.obj, out.leaf = obj, leafUserError
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	fields := ec.CollectFields(sel, userErrorImplementors)
+	out := executor.NewObject(fields)
+	out.Record, out.Leaf = obj, leafUserError
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14178,14 +13212,14 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 				out.Invalids++
 			}
 		case "message":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "code":
 			out.Values[i] = ec._UserError_code(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "upstreamCode":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14195,27 +13229,21 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafListUserError answers the list v with one leafListOut, which
+// leafListUserError answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.SelectionSet, v []model.UserError) (graphql.Marshaler, bool) {
@@ -14223,13 +13251,13 @@ func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.Selec
 	if !ok {
 		return nil, false
 	}
-	return newLeafListOut(fields, v, "UserError", leafUserError), true
+	return executor.NewLeafList(fields, v, "UserError", leafUserError), true
 }
 
 // laterFieldsUserError is the fields sel asks of a UserError,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFieldsUserError(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, userErrorImplementors)
+	fields := ec.CollectFields(sel, userErrorImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "message", "upstreamCode":
@@ -14259,27 +13287,26 @@ var __DirectiveImplementors = []string{"__Directive"}
 var __DirectiveTypename = graphql.MarshalString("__Directive")
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
-	fields := ec.collectFields(sel, __DirectiveImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, __DirectiveImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leaf__Directive
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leaf__Directive
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = __DirectiveTypename
 		case "name":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "description":
 			out.Values[i] = ec.___Directive_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "isRepeatable":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "locations":
 			out.Values[i] = ec.___Directive_locations(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -14299,27 +13326,21 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafList__Directive answers the list v with one leafListOut, which
+// leafList__Directive answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) (graphql.Marshaler, bool) {
@@ -14327,16 +13348,16 @@ func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.Sel
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "__Directive", leaf__Directive), true
+	return executor.NewLeafList(fields, v, "__Directive", leaf__Directive), true
 }
 
 // laterFields__Directive is the fields sel asks of a __Directive,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFields__Directive(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, __DirectiveImplementors)
+	fields := ec.CollectFields(sel, __DirectiveImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "name", "isRepeatable":
@@ -14363,20 +13384,19 @@ var __EnumValueImplementors = []string{"__EnumValue"}
 var __EnumValueTypename = graphql.MarshalString("__EnumValue")
 
 func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.EnumValue) graphql.Marshaler {
-	fields := ec.collectFields(sel, __EnumValueImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, __EnumValueImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leaf__EnumValue
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leaf__EnumValue
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = __EnumValueTypename
 		case "name":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "description":
 			out.Values[i] = ec.___EnumValue_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -14401,27 +13421,21 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafList__EnumValue answers the list v with one leafListOut, which
+// leafList__EnumValue answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) (graphql.Marshaler, bool) {
@@ -14429,16 +13443,16 @@ func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.Sel
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "__EnumValue", leaf__EnumValue), true
+	return executor.NewLeafList(fields, v, "__EnumValue", leaf__EnumValue), true
 }
 
 // laterFields__EnumValue is the fields sel asks of a __EnumValue,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFields__EnumValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, __EnumValueImplementors)
+	fields := ec.CollectFields(sel, __EnumValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "name":
@@ -14463,20 +13477,19 @@ var __FieldImplementors = []string{"__Field"}
 var __FieldTypename = graphql.MarshalString("__Field")
 
 func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, obj *introspection.Field) graphql.Marshaler {
-	fields := ec.collectFields(sel, __FieldImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, __FieldImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leaf__Field
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leaf__Field
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = __FieldTypename
 		case "name":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "description":
 			out.Values[i] = ec.___Field_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -14511,27 +13524,21 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafList__Field answers the list v with one leafListOut, which
+// leafList__Field answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.SelectionSet, v []introspection.Field) (graphql.Marshaler, bool) {
@@ -14539,16 +13546,16 @@ func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.Selecti
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "__Field", leaf__Field), true
+	return executor.NewLeafList(fields, v, "__Field", leaf__Field), true
 }
 
 // laterFields__Field is the fields sel asks of a __Field,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFields__Field(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, __FieldImplementors)
+	fields := ec.CollectFields(sel, __FieldImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "name":
@@ -14573,20 +13580,19 @@ var __InputValueImplementors = []string{"__InputValue"}
 var __InputValueTypename = graphql.MarshalString("__InputValue")
 
 func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.SelectionSet, obj *introspection.InputValue) graphql.Marshaler {
-	fields := ec.collectFields(sel, __InputValueImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, __InputValueImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	out.obj, out.leaf = obj, leaf__InputValue
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	out.Record, out.Leaf = obj, leaf__InputValue
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = __InputValueTypename
 		case "name":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "description":
 			out.Values[i] = ec.___InputValue_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -14598,7 +13604,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 				out.Invalids++
 			}
 		case "defaultValue":
-			out.Values[i] = laterLeaf{}
+			out.Values[i] = executor.LaterLeaf{}
 		case "isDeprecated":
 			out.Values[i] = ec.___InputValue_isDeprecated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -14618,27 +13624,21 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
 }
 
-// leafList__InputValue answers the list v with one leafListOut, which
+// leafList__InputValue answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
 // only for later leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
-// does a list of objectOuts, with one error at the list's path rather than
+// does a list of Objects, with one error at the list's path rather than
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) (graphql.Marshaler, bool) {
@@ -14646,16 +13646,16 @@ func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.Se
 	if !ok {
 		return nil, false
 	}
-	if !ec.spend(len(v) * len(fields)) { // its items are counted as the list's
+	if !ec.Spend(len(v) * len(fields)) { // its items are counted as the list's
 		return graphql.Null, true
 	}
-	return newLeafListOut(fields, v, "__InputValue", leaf__InputValue), true
+	return executor.NewLeafList(fields, v, "__InputValue", leaf__InputValue), true
 }
 
 // laterFields__InputValue is the fields sel asks of a __InputValue,
 // and whether they are all later leaves (or __typename).
 func (ec *executionContext) laterFields__InputValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
-	fields := ec.collectFields(sel, __InputValueImplementors)
+	fields := ec.CollectFields(sel, __InputValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
 		case "__typename", "name", "defaultValue":
@@ -14685,13 +13685,12 @@ var __SchemaImplementors = []string{"__Schema"}
 var __SchemaTypename = graphql.MarshalString("__Schema")
 
 func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet, obj *introspection.Schema) graphql.Marshaler {
-	fields := ec.collectFields(sel, __SchemaImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, __SchemaImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14735,15 +13734,9 @@ func (ec *executionContext) ___Schema(ctx context.Context, sel ast.SelectionSet,
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
@@ -14753,13 +13746,12 @@ var __TypeImplementors = []string{"__Type"}
 var __TypeTypename = graphql.MarshalString("__Type")
 
 func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, obj *introspection.Type) graphql.Marshaler {
-	fields := ec.collectFields(sel, __TypeImplementors)
-	out := newObjectOut(fields)
-	if !ec.spend(len(fields)) {
+	fields := ec.CollectFields(sel, __TypeImplementors)
+	out := executor.NewObject(fields)
+	if !ec.Spend(len(fields)) {
 		return graphql.Null
 	}
-	var deferredFieldSet *graphql.FieldSet
-	var deferLabelToView map[string]*graphql.FieldSetView
+	var deferred graphql.DeferredGroup
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
@@ -14828,288 +13820,12 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 		return graphql.Null
 	}
 
-	if len(deferLabelToView) > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-		ec.ProcessDeferredGroup(graphql.DeferredGroup{
-			Defers:   deferLabelToView,
-			Path:     graphql.GetPath(ctx),
-			FieldSet: deferredFieldSet,
-			Context:  ctx,
-		})
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
 	}
 
 	return out
-}
-
-// objectOut is the field set of an object being resolved: gqlgen's
-// graphql.FieldSet without the views of @defer (which stay on a FieldSet of
-// their own), writing itself without a map of the aliases written, an
-// iterator or a copy of each field (costgw: internal/gqlgen/main.go).
-type objectOut struct {
-	fields   []graphql.CollectedField
-	Values   []graphql.Marshaler
-	Invalids uint32
-	delayed  []objectOutDelayed
-	small    [4]graphql.Marshaler // Values of an object of up to four fields, in the same allocation
-
-	// The object and its type's leaf function, which appends a field
-	// whose value is laterLeaf{} from the object when it is written.
-	obj  any
-	leaf func(b []byte, field string, obj any) []byte
-}
-
-// laterLeaf stands in Values for a field that objectOut writes itself.
-type laterLeaf struct{}
-
-func (laterLeaf) MarshalGQL(io.Writer) { panic("a later leaf is written by its objectOut") }
-
-// deferInViews adds field i of fs to the view of each label it is deferred
-// under, once per label: a field deferred twice under one label (nested
-// @defer fragments without labels, or two with the same) is one index of
-// one view. gqlgen added it once per fragment, and the view, counting the
-// field twice and told of it once, never completed: the answer hung.
-func deferInViews(fs *graphql.FieldSet, views map[string]*graphql.FieldSetView, field graphql.CollectedField, i int) {
-	for j, d := range field.Deferrables {
-		if slices.ContainsFunc(field.Deferrables[:j], func(e *graphql.Deferrable) bool { return e.Label == d.Label }) {
-			continue
-		}
-		view, ok := views[d.Label]
-		if !ok {
-			view = fs.NewView()
-			views[d.Label] = view
-		}
-		view.AddIndices(i)
-	}
-}
-
-type objectOutDelayed struct {
-	i int
-	f func(context.Context) graphql.Marshaler
-}
-
-func newObjectOut(fields []graphql.CollectedField) *objectOut {
-	o := &objectOut{fields: fields}
-	if len(fields) <= len(o.small) {
-		o.Values = o.small[:len(fields)]
-	} else {
-		o.Values = make([]graphql.Marshaler, len(fields))
-	}
-	return o
-}
-
-// Concurrently records f, the resolution of field i, for Dispatch.
-func (o *objectOut) Concurrently(i int, f func(context.Context) graphql.Marshaler) {
-	o.delayed = append(o.delayed, objectOutDelayed{i: i, f: f})
-}
-
-// Dispatch runs what Concurrently recorded as graphql.FieldSet does: the
-// first on this goroutine, each other on another, kept from earlier work
-// (internal/gopool) so that its stack has grown to the executor's depth
-// already.
-func (o *objectOut) Dispatch(ctx context.Context) {
-	switch len(o.delayed) {
-	case 0:
-	case 1:
-		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
-	default:
-		var wg sync.WaitGroup
-		for _, d := range o.delayed[1:] {
-			wg.Add(1)
-			gopool.Go(func() {
-				defer wg.Done()
-				o.Values[d.i] = d.f(ctx)
-			})
-		}
-		o.Values[o.delayed[0].i] = o.delayed[0].f(ctx)
-		wg.Wait()
-	}
-}
-
-// DispatchHere runs what Concurrently recorded one after another on this
-// goroutine. It is for an object whose every upstream read is under way
-// already (readsStarted): each field then only waits for a read that was
-// started, so waiting for them in turn ends when the last of them does, as
-// waiting for them at once would, and no field is handed to another
-// goroutine and waited for. A field that starts a read of its own must not
-// be run here: the fields after it would start theirs only once it ended,
-// one upstream latency later.
-func (o *objectOut) DispatchHere(ctx context.Context) {
-	for _, d := range o.delayed {
-		o.Values[d.i] = d.f(ctx)
-	}
-}
-
-// ReadsStarter is what the resolver root implements to tell the executor
-// that every upstream read the fields selected by sel of obj, an object of
-// the GraphQL type typ, will wait for, down to the leaves, is under way
-// already. Its answer must be false whenever one of those fields would
-// start a read.
-type ReadsStarter interface {
-	ReadsStarted(ctx context.Context, sel ast.SelectionSet, typ string, obj any) bool
-}
-
-// readsStarted reports whether the resolver root says every read that obj's
-// fields will wait for is under way (ReadsStarter); false when the root
-// does not say.
-func (ec *executionContext) readsStarted(ctx context.Context, sel ast.SelectionSet, typ string, obj any) bool {
-	s, ok := ec.Resolvers.(ReadsStarter)
-	return ok && s.ReadsStarted(ctx, sel, typ, obj)
-}
-
-// MarshalGQL writes the object's fields in order, an alias once, as
-// graphql.FieldSet does. Aliases are GraphQL names, which need no escaping.
-// What the object writes itself (the punctuation, the names, its later
-// leaves) is appended into the free space of the executor's buffer and
-// written at once, before each value that writes itself and at the end.
-func (o *objectOut) MarshalGQL(w io.Writer) {
-	var seen map[string]struct{}
-	if len(o.fields) > 16 {
-		seen = make(map[string]struct{}, len(o.fields))
-	}
-	bw, _ := w.(*bytes.Buffer)
-	var b []byte
-	if bw != nil {
-		b = bw.AvailableBuffer()
-	}
-	b = append(b, '{')
-	first := true
-	for i := range o.fields {
-		alias := o.fields[i].Alias
-		if seen != nil {
-			if _, ok := seen[alias]; ok {
-				continue
-			}
-			seen[alias] = struct{}{}
-		} else if objectOutWritten(o.fields[:i], alias) {
-			continue
-		}
-		if first {
-			first = false
-		} else {
-			b = append(b, ',')
-		}
-		b = append(append(append(b, '"'), alias...), '"', ':')
-		if _, later := o.Values[i].(laterLeaf); later {
-			b = o.leaf(b, o.fields[i].Name, o.obj)
-			continue
-		}
-		_, _ = w.Write(b)
-		o.Values[i].MarshalGQL(w)
-		if bw != nil {
-			b = bw.AvailableBuffer()
-		} else {
-			b = b[:0]
-		}
-	}
-	_, _ = w.Write(append(b, '}'))
-}
-
-// leafObjectOut is an object whose selection asks only for later leaves
-// (and __typename), written from its record as one element of a
-// leafListOut is.
-type leafObjectOut struct {
-	fields   []graphql.CollectedField
-	written  []int
-	small    [8]int // written, for up to eight fields, in the same allocation
-	obj      any
-	typename string
-	leaf     func(b []byte, field string, obj any) []byte
-}
-
-func newLeafObjectOut(fields []graphql.CollectedField, obj any, typename string, leaf func([]byte, string, any) []byte) *leafObjectOut {
-	l := &leafObjectOut{fields: fields, obj: obj, typename: typename, leaf: leaf}
-	l.written = leafWritten(l.small[:0], fields)
-	return l
-}
-
-// MarshalGQL appends the object into the free space of the executor's
-// buffer and writes it at once.
-func (l *leafObjectOut) MarshalGQL(w io.Writer) {
-	var b []byte
-	if bw, ok := w.(*bytes.Buffer); ok {
-		b = bw.AvailableBuffer()
-	}
-	_, _ = w.Write(appendLeaves(b, l.fields, l.written, l.typename, l.leaf, l.obj))
-}
-
-// leafWritten appends to written the index of each field written: an
-// alias once, its first.
-func leafWritten(written []int, fields []graphql.CollectedField) []int {
-	for i := range fields {
-		if !slices.ContainsFunc(written, func(j int) bool { return fields[j].Alias == fields[i].Alias }) {
-			written = append(written, i)
-		}
-	}
-	return written
-}
-
-// appendLeaves appends the object obj as the fields written ask, each from
-// obj with leaf, __typename as typename.
-func appendLeaves(b []byte, fields []graphql.CollectedField, written []int, typename string, leaf func([]byte, string, any) []byte, obj any) []byte {
-	b = append(b, '{')
-	for k, j := range written {
-		if k > 0 {
-			b = append(b, ',')
-		}
-		f := &fields[j]
-		b = append(append(append(b, '"'), f.Alias...), '"', ':')
-		if f.Name == "__typename" {
-			b = append(append(append(b, '"'), typename...), '"')
-			continue
-		}
-		b = leaf(b, f.Name, obj)
-	}
-	return append(b, '}')
-}
-
-// leafListOut is a list of objects whose selection asks only for later
-// leaves (and __typename), written from the elements themselves: no
-// objectOut, Marshaler or field set per element. It writes each alias once,
-// as objectOut does; typename is what __typename answers.
-type leafListOut[T any] struct {
-	fields   []graphql.CollectedField
-	written  []int // the fields written, an alias once
-	items    []T
-	typename string
-	leaf     func(b []byte, field string, obj any) []byte
-}
-
-func newLeafListOut[T any](fields []graphql.CollectedField, items []T, typename string, leaf func([]byte, string, any) []byte) *leafListOut[T] {
-	return &leafListOut[T]{fields: fields, written: leafWritten(make([]int, 0, len(fields)), fields), items: items, typename: typename, leaf: leaf}
-}
-
-// MarshalGQL appends each element into the free space of the executor's
-// buffer and writes it at once, as objectOut does an object.
-func (l *leafListOut[T]) MarshalGQL(w io.Writer) {
-	bw, _ := w.(*bytes.Buffer)
-	var b []byte
-	if bw != nil {
-		b = bw.AvailableBuffer()
-	}
-	b = append(b, '[')
-	for i := range l.items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendLeaves(b, l.fields, l.written, l.typename, l.leaf, &l.items[i])
-		_, _ = w.Write(b)
-		if bw != nil {
-			b = bw.AvailableBuffer()
-		} else {
-			b = b[:0]
-		}
-	}
-	_, _ = w.Write(append(b, ']'))
-}
-
-func objectOutWritten(before []graphql.CollectedField, alias string) bool {
-	for i := range before {
-		if before[i].Alias == alias {
-			return true
-		}
-	}
-	return false
 }
 
 // endregion **************************** object.gotpl ****************************
@@ -15121,40 +13837,13 @@ func (ec *executionContext) marshalNAnomaly2githubᚗcomᚋcostgwᚋgatewayᚋup
 }
 
 func (ec *executionContext) marshalNAnomaly2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomalyᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListAnomaly(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._Anomaly(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._Anomaly)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15167,9 +13856,7 @@ func (ec *executionContext) marshalNAnomaly2ᚕgithubᚗcomᚋcostgwᚋgateway�
 
 func (ec *executionContext) marshalNAnomaly2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐAnomaly(ctx context.Context, sel ast.SelectionSet, v *upstream.Anomaly) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Anomaly!")
 		return graphql.Null
 	}
 	return ec._Anomaly(ctx, sel, v)
@@ -15180,40 +13867,13 @@ func (ec *executionContext) marshalNAnomalyEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNAnomalyEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐAnomalyEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListAnomalyEdge(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._AnomalyEdge(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._AnomalyEdge)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15233,9 +13893,7 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	_ = sel
 	res := graphql.MarshalBoolean(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
 }
@@ -15245,40 +13903,13 @@ func (ec *executionContext) marshalNBudget2githubᚗcomᚋcostgwᚋgatewayᚋups
 }
 
 func (ec *executionContext) marshalNBudget2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudgetᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListBudget(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._Budget(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._Budget)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15291,9 +13922,7 @@ func (ec *executionContext) marshalNBudget2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋ
 
 func (ec *executionContext) marshalNBudget2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐBudget(ctx context.Context, sel ast.SelectionSet, v *upstream.Budget) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Budget!")
 		return graphql.Null
 	}
 	return ec._Budget(ctx, sel, v)
@@ -15304,40 +13933,13 @@ func (ec *executionContext) marshalNBudgetEdge2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNBudgetEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐBudgetEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListBudgetEdge(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._BudgetEdge(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._BudgetEdge)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15362,9 +13964,7 @@ func (ec *executionContext) marshalNBudgetPeriod2string(ctx context.Context, sel
 	_ = sel
 	res := model.MarshalBudgetPeriod(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "BudgetPeriod!")
 	}
 	return res
 }
@@ -15378,9 +13978,7 @@ func (ec *executionContext) marshalNBudgetStatus2string(ctx context.Context, sel
 	_ = sel
 	res := model.MarshalBudgetStatus(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "BudgetStatus!")
 	}
 	return res
 }
@@ -15399,9 +13997,7 @@ func (ec *executionContext) marshalNDate2githubᚗcomᚋcostgwᚋgatewayᚋupstr
 	_ = sel
 	res := model.MarshalDate(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "Date!")
 	}
 	return res
 }
@@ -15420,9 +14016,7 @@ func (ec *executionContext) marshalNDateTime2githubᚗcomᚋcostgwᚋgatewayᚋu
 	_ = sel
 	res := model.MarshalDateTime(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "DateTime!")
 	}
 	return res
 }
@@ -15441,9 +14035,7 @@ func (ec *executionContext) marshalNDetectionSource2string(ctx context.Context, 
 	_ = sel
 	res := model.MarshalDetectionSource(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "DetectionSource!")
 	}
 	return res
 }
@@ -15453,40 +14045,13 @@ func (ec *executionContext) marshalNDimensionValue2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐDimensionValueᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListDimensionValue(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._DimensionValue(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._DimensionValue)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15499,9 +14064,7 @@ func (ec *executionContext) marshalNDimensionValue2ᚕgithubᚗcomᚋcostgwᚋga
 
 func (ec *executionContext) marshalNExplorer2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐExplorer(ctx context.Context, sel ast.SelectionSet, v *model.Explorer) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Explorer!")
 		return graphql.Null
 	}
 	return ec._Explorer(ctx, sel, v)
@@ -15521,9 +14084,7 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 	_ = sel
 	res := model.MarshalFloat(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return res
 }
@@ -15533,40 +14094,13 @@ func (ec *executionContext) marshalNHeatmapRow2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNHeatmapRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐHeatmapRowᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListHeatmapRow(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._HeatmapRow(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._HeatmapRow)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15582,40 +14116,13 @@ func (ec *executionContext) marshalNHistoryCostRow2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNHistoryCostRow2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐHistoryCostRowᚄ(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListHistoryCostRow(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._HistoryCostRow(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._HistoryCostRow)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15635,9 +14142,7 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	_ = sel
 	res := model.MarshalID(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
 	return res
 }
@@ -15657,7 +14162,7 @@ func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any
 }
 
 func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	ret := make(graphql.Array, len(v))
@@ -15683,9 +14188,7 @@ func (ec *executionContext) marshalNImplementationEffort2string(ctx context.Cont
 	_ = sel
 	res := model.MarshalImplementationEffort(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "ImplementationEffort!")
 	}
 	return res
 }
@@ -15699,9 +14202,7 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	_ = sel
 	res := graphql.MarshalInt(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
 	}
 	return res
 }
@@ -15715,9 +14216,7 @@ func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.Sel
 	_ = sel
 	res := model.MarshalInt64(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int64!")
 	}
 	return res
 }
@@ -15729,20 +14228,16 @@ func (ec *executionContext) unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx cont
 
 func (ec *executionContext) marshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, sel ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "JSON!")
 		return graphql.Null
 	}
 	_ = sel
-	if !ec.spend(1 + len(v)/answerlimit.JSONBytes) {
+	if !ec.SpendJSON(len(v)) {
 		return graphql.Null
 	}
 	res := model.MarshalJSONValue(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "JSON!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
 }
@@ -15762,7 +14257,7 @@ func (ec *executionContext) unmarshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ct
 }
 
 func (ec *executionContext) marshalNJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx context.Context, sel ast.SelectionSet, v []json.RawMessage) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	ret := make(graphql.Array, len(v))
@@ -15784,40 +14279,13 @@ func (ec *executionContext) marshalNLookbackPeriod2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐLookbackPeriodᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListLookbackPeriod(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._LookbackPeriod(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._LookbackPeriod)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15829,37 +14297,10 @@ func (ec *executionContext) marshalNLookbackPeriod2ᚕgithubᚗcomᚋcostgwᚋga
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalONode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode(ctx, sel, v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.ListValues(ctx, ec, sel, v, true, (*executionContext).marshalONode2githubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐNode)
 
 	return ret
 }
@@ -15873,18 +14314,14 @@ func (ec *executionContext) marshalNNotificationStatus2string(ctx context.Contex
 	_ = sel
 	res := model.MarshalNotificationStatus(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "NotificationStatus!")
 	}
 	return res
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "PageInfo!")
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
@@ -15895,40 +14332,13 @@ func (ec *executionContext) marshalNPeriodAmount2githubᚗcomᚋcostgwᚋgateway
 }
 
 func (ec *executionContext) marshalNPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPeriodAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListPeriodAmount(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._PeriodAmount)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15948,40 +14358,13 @@ func (ec *executionContext) marshalNPlanningActuals2githubᚗcomᚋcostgwᚋgate
 }
 
 func (ec *executionContext) marshalNPlanningActuals2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐPlanningActualsᚄ(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListPlanningActuals(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._PlanningActuals(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._PlanningActuals)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -15994,9 +14377,7 @@ func (ec *executionContext) marshalNPlanningActuals2ᚕgithubᚗcomᚋcostgwᚋg
 
 func (ec *executionContext) marshalNQueryCost2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐQueryCost(ctx context.Context, sel ast.SelectionSet, v *model.QueryCost) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "QueryCost!")
 		return graphql.Null
 	}
 	return ec._QueryCost(ctx, sel, v)
@@ -16007,40 +14388,13 @@ func (ec *executionContext) marshalNRecommendation2githubᚗcomᚋcostgwᚋgatew
 }
 
 func (ec *executionContext) marshalNRecommendation2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListRecommendation(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._Recommendation(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._Recommendation)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16053,9 +14407,7 @@ func (ec *executionContext) marshalNRecommendation2ᚕgithubᚗcomᚋcostgwᚋga
 
 func (ec *executionContext) marshalNRecommendation2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐRecommendation(ctx context.Context, sel ast.SelectionSet, v *upstream.Recommendation) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "Recommendation!")
 		return graphql.Null
 	}
 	return ec._Recommendation(ctx, sel, v)
@@ -16066,40 +14418,13 @@ func (ec *executionContext) marshalNRecommendationEdge2githubᚗcomᚋcostgwᚋg
 }
 
 func (ec *executionContext) marshalNRecommendationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐRecommendationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListRecommendationEdge(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._RecommendationEdge(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._RecommendationEdge)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16119,9 +14444,7 @@ func (ec *executionContext) marshalNRecurrenceFrequency2string(ctx context.Conte
 	_ = sel
 	res := model.MarshalRecurrenceFrequency(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "RecurrenceFrequency!")
 	}
 	return res
 }
@@ -16135,9 +14458,7 @@ func (ec *executionContext) marshalNScheduleType2string(ctx context.Context, sel
 	_ = sel
 	res := model.MarshalScheduleType(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "ScheduleType!")
 	}
 	return res
 }
@@ -16147,40 +14468,13 @@ func (ec *executionContext) marshalNScheduledNotification2githubᚗcomᚋcostgw�
 }
 
 func (ec *executionContext) marshalNScheduledNotification2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotificationᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListScheduledNotification(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._ScheduledNotification(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._ScheduledNotification)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16193,9 +14487,7 @@ func (ec *executionContext) marshalNScheduledNotification2ᚕgithubᚗcomᚋcost
 
 func (ec *executionContext) marshalNScheduledNotification2ᚖgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐScheduledNotification(ctx context.Context, sel ast.SelectionSet, v *upstream.ScheduledNotification) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "ScheduledNotification!")
 		return graphql.Null
 	}
 	return ec._ScheduledNotification(ctx, sel, v)
@@ -16206,40 +14498,13 @@ func (ec *executionContext) marshalNScheduledNotificationEdge2githubᚗcomᚋcos
 }
 
 func (ec *executionContext) marshalNScheduledNotificationEdge2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐScheduledNotificationEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListScheduledNotificationEdge(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._ScheduledNotificationEdge(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._ScheduledNotificationEdge)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16259,9 +14524,7 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 	_ = sel
 	res := model.MarshalString(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
 	return res
 }
@@ -16281,7 +14544,7 @@ func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v
 }
 
 func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	ret := make(graphql.Array, len(v))
@@ -16303,40 +14566,13 @@ func (ec *executionContext) marshalNSummaryCard2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNSummaryCard2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋupstreamᚐSummaryCardᚄ(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListSummaryCard(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._SummaryCard(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._SummaryCard)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16352,40 +14588,13 @@ func (ec *executionContext) marshalNTargetItem2githubᚗcomᚋcostgwᚋgateway�
 }
 
 func (ec *executionContext) marshalNTargetItem2ᚕgithubᚗcomᚋcostgwᚋgatewayᚋgraphᚋmodelᚐTargetItemᚄ(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListTargetItem(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._TargetItem(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._TargetItem)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16405,9 +14614,7 @@ func (ec *executionContext) marshalNTargetType2string(ctx context.Context, sel a
 	_ = sel
 	res := model.MarshalTargetType(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "TargetType!")
 	}
 	return res
 }
@@ -16425,34 +14632,7 @@ func (ec *executionContext) marshalNUserError2ᚕgithubᚗcomᚋcostgwᚋgateway
 	if ret, ok := ec.leafListUserError(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._UserError(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._UserError)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16478,40 +14658,13 @@ func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlge
 }
 
 func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirectiveᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafList__Directive(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.___Directive(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext).___Directive)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16531,9 +14684,7 @@ func (ec *executionContext) marshalN__DirectiveLocation2string(ctx context.Conte
 	_ = sel
 	res := graphql.MarshalString(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "__DirectiveLocation!")
 	}
 	return res
 }
@@ -16553,37 +14704,10 @@ func (ec *executionContext) unmarshalN__DirectiveLocation2ᚕstringᚄ(ctx conte
 }
 
 func (ec *executionContext) marshalN__DirectiveLocation2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.marshalN__DirectiveLocation2string(ctx, sel, v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.ListValues(ctx, ec, sel, v, true, (*executionContext).marshalN__DirectiveLocation2string)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16607,40 +14731,13 @@ func (ec *executionContext) marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlg
 }
 
 func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafList__InputValue(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.___InputValue(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext).___InputValue)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16651,42 +14748,23 @@ func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 	return ret
 }
 
+func (ec *executionContext) marshalN__Schema2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐSchema(ctx context.Context, sel ast.SelectionSet, v *introspection.Schema) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "__Schema!")
+		return graphql.Null
+	}
+	return ec.___Schema(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx context.Context, sel ast.SelectionSet, v introspection.Type) graphql.Marshaler {
 	return ec.___Type(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.___Type(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext).___Type)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -16699,9 +14777,7 @@ func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgen�
 
 func (ec *executionContext) marshalN__Type2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx context.Context, sel ast.SelectionSet, v *introspection.Type) graphql.Marshaler {
 	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullError(ctx, "__Type!")
 		return graphql.Null
 	}
 	return ec.___Type(ctx, sel, v)
@@ -16716,9 +14792,7 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 	_ = sel
 	res := graphql.MarshalString(v)
 	if res == graphql.Null {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
+		graphql.AddInvalidNullFromMarshaler(ctx, "__TypeKind!")
 	}
 	return res
 }
@@ -16990,7 +15064,7 @@ func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx contex
 		return graphql.Null
 	}
 	_ = sel
-	if !ec.spend(1 + len(v)/answerlimit.JSONBytes) {
+	if !ec.SpendJSON(len(v)) {
 		return graphql.Null
 	}
 	res := model.MarshalJSONValue(v)
@@ -17018,7 +15092,7 @@ func (ec *executionContext) marshalOJSON2ᚕencodingᚋjsonᚐRawMessageᚄ(ctx 
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	ret := make(graphql.Array, len(v))
@@ -17046,40 +15120,13 @@ func (ec *executionContext) marshalOPeriodAmount2ᚕgithubᚗcomᚋcostgwᚋgate
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListPeriodAmount(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._PeriodAmount(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._PeriodAmount)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -17094,40 +15141,13 @@ func (ec *executionContext) marshalOPlanning2ᚕgithubᚗcomᚋcostgwᚋgateway�
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafListPlanning(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec._Planning(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext)._Planning)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -17173,7 +15193,7 @@ func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	ret := make(graphql.Array, len(v))
@@ -17244,40 +15264,13 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafList__EnumValue(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.___EnumValue(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext).___EnumValue)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -17292,40 +15285,13 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafList__Field(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.___Field(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext).___Field)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -17340,40 +15306,13 @@ func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
 	if ret, ok := ec.leafList__InputValue(ctx, sel, v); ok {
 		return ret
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.___InputValue(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext).___InputValue)
 
 	for _, e := range ret {
 		if e == graphql.Null {
@@ -17384,48 +15323,14 @@ func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 	return ret
 }
 
-func (ec *executionContext) marshalO__Schema2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐSchema(ctx context.Context, sel ast.SelectionSet, v *introspection.Schema) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec.___Schema(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalO__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
-	if !ec.spend(len(v)) {
+	if !ec.Spend(len(v)) {
 		return graphql.Null
 	}
-	ret := make(graphql.Array, len(v))
-	if len(v) > 0 {
-		indices := make([]int, len(v))
-		fcs := make([]graphql.FieldContext, len(v))
-		panicked := false
-		for i := range v {
-			indices[i] = i
-			fcs[i] = graphql.FieldContext{Index: &indices[i], Result: &v[i]}
-			ctx := graphql.WithFieldContext(ctx, &fcs[i])
-			if len(v) > 1 && ctx.Err() != nil {
-				graphql.AddError(ctx, ctx.Err())
-				panicked = true
-				break
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						graphql.AddError(ctx, graphql.Recover(ctx, r))
-						panicked = true
-					}
-				}()
-				ret[i] = ec.___Type(ctx, sel, &v[i])
-			}()
-		}
-		if panicked {
-			ret = nil // as MarshalSliceConcurrently answers
-		}
-	}
+	ret := executor.List(ctx, ec, sel, v, true, (*executionContext).___Type)
 
 	for _, e := range ret {
 		if e == graphql.Null {

@@ -62,7 +62,7 @@ func readsOf(oc *graphql.OperationContext, sel ast.SelectionSet, typ string) cos
 	})
 }
 
-// ReadsStarted tells the executor (generated.ReadsStarter) whether every
+// ReadsStarted tells the executor (executor.ReadsStarter) whether every
 // upstream read that the fields sel selects of obj will wait for, down to
 // the leaves, is under way already: the reads cost.Reads finds in sel, of a
 // budget or of a planning row's budget. They are when the budget came in a

@@ -12,7 +12,7 @@
 // docs/performance.md.)
 //
 // The executor resolves an object's concurrent fields (those that load) each
-// on a goroutine but the first (the generated objectOut.Dispatch), and waits
+// on a goroutine but the first (executor.Object.Dispatch, graph/internal/executor), and waits
 // for them before the next object: a request has a few of them at a time,
 // and each grew a stack as deep as the executor's for every budget of an
 // overview. On kept goroutines, the CPU the overview spent growing stacks

@@ -1,21 +1,23 @@
 // Command gqlgen generates the GraphQL executor of graph/generated: gqlgen's
-// own generator (github.com/99designs/gqlgen/api, configured by gqlgen.yml)
-// with the executor's templates taken from templates/ in this directory,
-// which are gqlgen v0.17.95's (codegen/*.gotpl, MIT licence in
-// templates/LICENSE) with the changes of docs/performance.md, each marked
-// "costgw:" where it is made. The resolvers' files are gqlgen's own, from
-// resolver.gotpl in this directory (resolver.resolver_template in
+// own generator (github.com/99designs/gqlgen/api, configured by gqlgen.yml),
+// then the executor rendered again from the same data with gqlgen's
+// templates (codegen/*.gotpl of the gqlgen module in go.mod), of which those
+// in templates/ in this directory take the place of gqlgen's own: they are
+// gqlgen's of the version templatesBase, changed where they say "costgw:"
+// (MIT licence in templates/LICENSE). What they call at run time is
+// ordinary Go in graph/internal/executor. The resolvers' files are gqlgen's
+// own, from resolver.gotpl in this directory (resolver.resolver_template in
 // gqlgen.yml): gqlgen's template with each object's resolver a value rather
 // than a pointer, so that handing one to the executor for a field allocates
 // nothing. Run it from anywhere in the module:
 //
 //	go generate ./graph
 //
-// It runs gqlgen exactly as `go tool gqlgen generate` does (models,
-// resolvers, the executor), then renders the executor again from the same
-// data with the templates of this directory, and builds ./graph/... to check
-// the result. The generated files stay generated: change them only here or
-// in gqlgen.yml.
+// It fails when go.mod names another gqlgen than templatesBase, whose
+// templates the fork's are not made from: docs/architecture.md ("The
+// executor's fork") says how to carry the fork over to a new version, and
+// what each change is for. It builds ./graph/... to check the result. The
+// generated files stay generated: change them only here or in gqlgen.yml.
 //
 // What the templates change, so that a field that is a plain member of its
 // Go value costs what marshalling it costs:
@@ -27,39 +29,26 @@
 //     field middleware (AroundFields, a FieldInterceptor extension) sees
 //     such a field; graph.NewHandler installs none.
 //   - With exec.worker_limit 1, the elements of a list are marshalled one
-//     after another on the caller's goroutine, as gqlgen's semaphore of one
-//     would, without a goroutine, a semaphore and a waiter each.
-//   - An object's own field set is an objectOut, which writes itself
+//     after another on the caller's goroutine (executor.List).
+//   - An object's own field set is an executor.Object, which writes itself
 //     without gqlgen's map of aliases written, iterator and copy of each
-//     field (graphql.FieldSet's MarshalGQL); deferred fields keep theirs.
-//   - The @defer state of an object (a second field set, a map of labels, the
-//     object's path) is made only when one of its fields is deferred.
+//     field; deferred fields keep gqlgen's FieldSet (executor.Defer).
 //   - The resolvers listed in inlineResolvers are called on the object's
 //     goroutine rather than in a goroutine of their own: they compute from
-//     the object alone and never wait. The other concurrent fields of an
-//     object run on goroutines kept from earlier work (internal/gopool).
+//     the object alone and never wait.
 //   - Such a leaf that cannot fail (no error needs its path) and whose
 //     marshaler has an appender (a String, a Float, a Date, an enum of
-//     graph/model…) is a later leaf:
-//     nothing is made for it when it is resolved, and its object appends it
-//     from the struct member when the answer is written.
+//     graph/model…) is a later leaf: nothing is made for it when it is
+//     resolved, and its object appends it from the struct member when the
+//     answer is written.
 //   - A list of values of an object type, whose selection asks only for
-//     later leaves, is one leafListOut, which appends every element from
-//     the element itself: no objectOut, field context or Marshaler each.
-//   - So is an object held by a plain member of its parent's record (a
-//     budget's report or creator, a page's pageInfo), whose selection asks
-//     only for later leaves of a type whose later leaves check nothing: one
-//     leafObjectOut, with no field context, resolution or objectOut.
+//     later leaves, is one executor.LeafList; an object held by a plain
+//     member of its parent's record, one executor.LeafObject.
 //   - An inline resolver of a scalar whose marshalling cannot fail (the
-//     global ids) is called on the object's goroutine and its answer
-//     marshalled with no field context; only an error makes the field
-//     resolve the usual way, which reports it at the field's path.
-//   - So is a list of objects whose selection asks only for later leaves,
-//     from an inline resolver (a planning's targetItems) or from one that
-//     loads through the request's loaders (loadedLists: a planning's
-//     actuals, in its concurrent closure): one leafListOut from the
-//     resolver's answer, the resolver called only then; an error or a failed
-//     check resolves the field the usual way.
+//     global ids), or of a list of objects whose selection asks only for
+//     later leaves (and the loaded lists of loadedLists), is answered from
+//     its resolver's answer with no field context; only an error makes the
+//     field resolve the usual way, which reports it at the field's path.
 package main
 
 import (
@@ -74,6 +63,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"testing/fstest"
 	"text/template"
 
 	"github.com/vektah/gqlparser/v2/ast"
@@ -86,6 +76,14 @@ import (
 
 //go:embed templates/*.gotpl
 var templateFS embed.FS
+
+// templatesBase is the version of gqlgen whose templates those of
+// templates/ are made from, and the only one they are rendered with.
+const templatesBase = "v0.17.98"
+
+// gqlgenModule is the module whose codegen/*.gotpl are the executor's
+// templates where templates/ has none of the name.
+const gqlgenModule = "github.com/99designs/gqlgen"
 
 // inlineResolvers are the resolvers that need no goroutine of their own:
 // each computes its value from the object alone (an id encoded from the
@@ -108,7 +106,7 @@ var inlineResolvers = map[string]bool{
 // loadingFields counts the fields of o whose resolvers run concurrently
 // (those not in inlineResolvers): the fields that may wait for an upstream
 // read. An object with two or more asks the resolver root whether its reads
-// are under way already (object.gotpl, readsStarted), and if so resolves
+// are under way already (executor.ReadsStarted), and if so resolves
 // them in turn on its own goroutine.
 func loadingFields(o *codegen.Object) int {
 	n := 0
@@ -158,9 +156,21 @@ func main() {
 }
 
 func run() error {
+	// The templates first: gqlgen's generator writes its own executor, which
+	// a wrong version would leave in graph/generated.
+	tpl, err := executorTemplates()
+	if err != nil {
+		return err
+	}
 	cfg, err := config.LoadConfigFromDefaultLocations()
 	if err != nil {
 		return err
+	}
+	if cfg.Exec.Layout != config.ExecLayoutSingleFile {
+		return fmt.Errorf("exec.layout %q: only single-file is rendered with these templates", cfg.Exec.Layout)
+	}
+	if cfg.UseFunctionSyntaxForExecutionContext {
+		return errors.New("use_function_syntax_for_execution_context: these templates call the executor's methods")
 	}
 	capture := &captureData{}
 	if err := api.Generate(cfg, api.AddPlugin(capture)); err != nil {
@@ -169,13 +179,6 @@ func run() error {
 	data := capture.data
 	if data == nil {
 		return errors.New("gqlgen gave no data to render")
-	}
-	if cfg.Exec.Layout != config.ExecLayoutSingleFile {
-		return fmt.Errorf("exec.layout %q: only single-file is rendered with these templates", cfg.Exec.Layout)
-	}
-	tpl, err := fs.Sub(templateFS, "templates")
-	if err != nil {
-		return err
 	}
 	fieldDirectives := len(data.AllDirectives.LocationDirectives("FIELD")) > 0
 	objects := map[string]*codegen.Object{}
@@ -280,6 +283,55 @@ func run() error {
 		return fmt.Errorf("the generated executor does not build: %w", err)
 	}
 	return nil
+}
+
+// executorTemplates returns gqlgen's executor templates (codegen/*.gotpl of
+// the module in go.mod) with those of templates/ in place of gqlgen's of the
+// same name.
+func executorTemplates() (fs.FS, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", gqlgenModule).Output()
+	if err != nil {
+		return nil, fmt.Errorf("finding %s: %w", gqlgenModule, err)
+	}
+	version, dir, ok := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if !ok || dir == "" {
+		return nil, fmt.Errorf("finding %s: go list says %q (run go mod download)", gqlgenModule, out)
+	}
+	if version != templatesBase {
+		return nil, fmt.Errorf("go.mod has %s %s, but the templates of internal/gqlgen/templates are made from %s's: "+
+			"carry them over first (docs/architecture.md, \"Upgrading gqlgen\")", gqlgenModule, version, templatesBase)
+	}
+	ours, err := fs.Sub(templateFS, "templates")
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := filepath.Glob(filepath.Join(dir, "codegen", "*.gotpl"))
+	if err != nil {
+		return nil, err
+	}
+	tpl := fstest.MapFS{}
+	for _, path := range theirs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		tpl[filepath.Base(path)] = &fstest.MapFile{Data: b}
+	}
+	forked, err := fs.Glob(ours, "*.gotpl")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range forked {
+		if tpl[name] == nil {
+			return nil, fmt.Errorf("templates/%s: gqlgen %s has no template of that name", name, version)
+		}
+		b, err := fs.ReadFile(ours, name)
+		if err != nil {
+			return nil, err
+		}
+		tpl[name] = &fstest.MapFile{Data: b}
+	}
+	return tpl, nil
 }
 
 // relative returns path relative to the working directory, the module root.
@@ -394,7 +446,7 @@ func bareResolver(f *codegen.Field) bool {
 
 // leafObjects reports whether an object of type o, held by a plain member
 // of its parent's record, is written like a later leaf when its selection
-// asks only for later leaves (leafObjectOut): o has later leaves, and none
+// asks only for later leaves (executor.LeafObject): o has later leaves, and none
 // checks its value, whose failure would need the field's context for its
 // error.
 func leafObjects(o *codegen.Object) bool {
@@ -462,7 +514,7 @@ func appenderOf(t *config.TypeReference) (appender, bool) {
 }
 
 // laterLeaf reports whether the plain leaf f is written later: its
-// objectOut appends it from the struct member when the answer is written,
+// executor.Object appends it from the struct member when the answer is written,
 // with no Marshaler made for it when it is resolved. Such a leaf cannot
 // fail (no path needed), and its marshaler has an appender.
 func laterLeaf(f *codegen.Field) bool {
