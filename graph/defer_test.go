@@ -223,6 +223,11 @@ func TestDeferPartClosedAtOnce(t *testing.T) {
 		if !strings.HasPrefix(first, "--graphql\r\n") || !strings.HasSuffix(first, "}\r\n--graphql\r\n") || !strings.Contains(first, `"hasNext":true`) {
 			t.Fatalf("the first part is not whole once it has come:\n%q", first)
 		}
+		// The deferred field is not in it: it is owed, not null (it was
+		// "history":null, which clients read as an answer).
+		if strings.Contains(first, `"history"`) || !strings.Contains(first, `{"data":{"explorer":{"summary":`) {
+			t.Errorf("the first part holds the deferred field, or lacks the rest:\n%q", first)
+		}
 	case <-time.After(10 * time.Second):
 		close(release)
 		t.Fatalf("the first part's closing delimiter did not come before the deferred data; then came:\n%q", <-got)

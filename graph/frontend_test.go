@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -26,6 +27,19 @@ func TestFrontendClientsAtRunTime(t *testing.T) {
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
+	// A gateway whose upstream takes 300 ms a call, and the Explorer's
+	// history 600 ms more, for what @defer is for: the first part of an
+	// answer well before a deferred history.
+	slow := newEnv(t)
+	slow.sim.SetLatency(sim.Latency{Fixed: 300 * time.Millisecond})
+	slow.calls.fail = func(r *http.Request) *http.Response {
+		if r.URL.Path == "/v1/explorer/history" {
+			time.Sleep(600 * time.Millisecond)
+		}
+		return nil
+	}
+	slowSrv := httptest.NewServer(slow.h)
+	defer slowSrv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -33,7 +47,8 @@ func TestFrontendClientsAtRunTime(t *testing.T) {
 	args := append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "COSTGW_URL="+srv.URL+"/graphql", "COSTGW_KEY="+sim.DemoKey, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "COSTGW_URL="+srv.URL+"/graphql", "COSTGW_SLOW_URL="+slowSrv.URL+"/graphql",
+		"COSTGW_KEY="+sim.DemoKey, "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("node --test test/frontend/runtime:\n%s", out)
 	if err != nil {

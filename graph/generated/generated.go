@@ -8828,7 +8828,7 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Anomaly_id(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if v, err := ec.Resolvers.Anomaly().ID(ctx, obj); err == nil {
@@ -8881,7 +8881,7 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Anomaly_extra(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.Values[i] = ec._Anomaly_extra(ctx, field, obj)
@@ -9174,7 +9174,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Budget_id(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if v, err := ec.Resolvers.Budget().ID(ctx, obj); err == nil {
@@ -9268,7 +9268,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Budget_plannings(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -9283,7 +9283,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Budget_metrics(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -9298,7 +9298,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Budget_dimensions(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -9313,7 +9313,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Budget_actuals(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -10235,7 +10235,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Explorer_summary(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -10250,7 +10250,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Explorer_previousPeriod(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -10265,7 +10265,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Explorer_history(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -10280,7 +10280,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Explorer_heatmap(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -10295,7 +10295,7 @@ func (ec *executionContext) _Explorer(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Explorer_dimensionValues(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -10429,7 +10429,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._ExplorerHistory_costRows(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -10666,7 +10666,7 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._ExplorerReport_id(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if v, err := ec.Resolvers.ExplorerReport().ID(ctx, obj); err == nil {
@@ -11489,7 +11489,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Planning_id(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if v, err := ec.Resolvers.Planning().ID(ctx, obj); err == nil {
@@ -11511,7 +11511,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Planning_budget(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -11544,7 +11544,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Planning_targetItems(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if ret := ec.quick_Planning_targetItems(ctx, field, obj); ret != nil {
@@ -11571,7 +11571,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Planning_actuals(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.ResolveConcurrently(ec.OperationContext, i,
@@ -12079,7 +12079,7 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Recommendation_id(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if v, err := ec.Resolvers.Recommendation().ID(ctx, obj); err == nil {
@@ -12118,7 +12118,7 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._Recommendation_extra(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			out.Values[i] = ec._Recommendation_extra(ctx, field, obj)
@@ -12379,7 +12379,7 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._ScheduledNotification_id(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if v, err := ec.Resolvers.ScheduledNotification().ID(ctx, obj); err == nil {
@@ -13087,7 +13087,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 					func(ctx context.Context) graphql.Marshaler {
 						return ec._User_id(ctx, field, obj)
 					})
-				out.Values[i] = graphql.Null
+				out.Values[i] = executor.Deferred{}
 				continue
 			}
 			if v, err := ec.Resolvers.User().ID(ctx, obj); err == nil {

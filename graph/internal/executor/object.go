@@ -47,6 +47,16 @@ type Object struct {
 // itself from its record.
 type LaterLeaf struct{}
 
+// Deferred stands in Object.Values for a field under @defer: the Object
+// leaves it out, and it comes in a later part of the answer. The incremental
+// delivery format has the first payload without the deferred fields; with
+// them there as null (gqlgen's), a client cannot tell "still to come" from
+// "none", and Apollo Client took such a result as complete.
+type Deferred struct{}
+
+// MarshalGQL panics: a deferred field is left out by its executor.Object.
+func (Deferred) MarshalGQL(io.Writer) { panic("a deferred field is left out by its executor.Object") }
+
 // MarshalGQL panics: a later leaf is written by its Object.
 func (LaterLeaf) MarshalGQL(io.Writer) { panic("a later leaf is written by its executor.Object") }
 
@@ -178,13 +188,16 @@ func (o *Object) MarshalGQL(w io.Writer) {
 	b = append(b, '{')
 	first := true
 	for i := range o.fields {
+		if _, deferred := o.Values[i].(Deferred); deferred {
+			continue
+		}
 		alias := o.fields[i].Alias
 		if seen != nil {
 			if _, ok := seen[alias]; ok {
 				continue
 			}
 			seen[alias] = struct{}{}
-		} else if written(o.fields[:i], alias) {
+		} else if o.written(i, alias) {
 			continue
 		}
 		if first {
@@ -208,9 +221,10 @@ func (o *Object) MarshalGQL(w io.Writer) {
 	_, _ = w.Write(append(b, '}'))
 }
 
-func written(before []graphql.CollectedField, alias string) bool {
-	for i := range before {
-		if before[i].Alias == alias {
+// written reports whether a field before the i-th, not deferred, has alias.
+func (o *Object) written(i int, alias string) bool {
+	for j := range i {
+		if _, deferred := o.Values[j].(Deferred); !deferred && o.fields[j].Alias == alias {
 			return true
 		}
 	}

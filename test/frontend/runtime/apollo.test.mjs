@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { ids, key, operations, post, recordingFetch, run as runId, url, variablesFor } from "./gateway.mjs";
+import { ids, key, operations, post, recordingFetch, run as runId, slowURL, url, variablesFor } from "./gateway.mjs";
 
 globalThis.__DEV__ = true;
 const { gql } = await import("@apollo/client");
@@ -159,5 +159,56 @@ for (const [method, useGETForHashedQueries] of [
   });
 }
 
-// @defer through Defer20220824Handler (set in setup/apollo.mjs) comes here
-// with the executor's incremental delivery (issue 35, items 1 and 2).
+// @defer through Defer20220824Handler (set in setup/apollo.mjs), against a
+// gateway whose upstream takes 300 ms a call: the first result comes while
+// the deferred fields are still owed, without them and marked as streaming,
+// and the last is complete. (Before, the first result came only with the
+// deferred data, as a part was closed only when the next began, and it held
+// the deferred fields as null, which Apollo Client took as complete.)
+test("a deferred query's first result comes before its deferred data, without the deferred fields", async () => {
+  assert.ok(slowURL, "COSTGW_SLOW_URL is not set");
+  logged.length = 0;
+  const client = apolloClient({ url: slowURL, key });
+  const query = gql`
+    query DeferredDashboard($q: ExplorerQueryInput!) {
+      explorer {
+        summary(query: $q) { cards { title value } }
+        ... @defer(label: "history") {
+          history(query: $q) { costRows { group date cost } }
+        }
+      }
+    }
+  `;
+  const q = { dateRange: { start: "2026-10-01", end: "2026-10-31" }, groupBy: "product_product_name",
+    costType: "line_item_unblended_cost", granularity: "day", filters: [] };
+  const results = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("no complete result in 30 s")), 30000);
+    const sub = client.watchQuery({ query, variables: { q }, fetchPolicy: "network-only" }).subscribe({
+      next(r) {
+        if (r.loading && !r.data) return; // the loading state before any data
+        results.push({ ...r, at: performance.now() });
+        if (r.error) {
+          clearTimeout(timer);
+          reject(r.error);
+        } else if (r.dataState === "complete") {
+          clearTimeout(timer);
+          queueMicrotask(() => sub.unsubscribe());
+          resolve();
+        }
+      },
+      error(err) {
+        clearTimeout(timer);
+        reject(err);
+      },
+    });
+  });
+  assert.ok(results.length >= 2, `${results.length} result(s): the answer came whole, nothing was deferred: ${JSON.stringify(results).slice(0, 400)}`);
+  const [first, last] = [results[0], results.at(-1)];
+  assert.equal(first.dataState, "streaming", "the first result is not marked as streaming");
+  assert.ok(first.data.explorer.summary.cards.length > 0, "the first result lacks the summary");
+  assert.equal("history" in first.data.explorer, false, "the first result holds the deferred field");
+  assert.ok(last.data.explorer.history.costRows.length > 0, "the last result lacks the deferred history");
+  assert.ok(first.at < last.at);
+  assert.deepEqual(logged, []);
+});

@@ -3,7 +3,8 @@
 // variables that run each against the simulator's data.
 //
 // graph/frontend_test.go starts the gateway on the simulator and runs these
-// files with `node --test`, with COSTGW_URL and COSTGW_KEY set.
+// files with `node --test`, with COSTGW_URL, COSTGW_SLOW_URL and COSTGW_KEY
+// set.
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -12,6 +13,8 @@ import { OperationTypeNode, parse, print, separateOperations } from "graphql";
 
 export const url = process.env.COSTGW_URL;
 export const key = process.env.COSTGW_KEY;
+// slowURL is a gateway whose upstream takes 300 ms a call (graph/frontend_test.go).
+export const slowURL = process.env.COSTGW_SLOW_URL;
 if (!url || !key) {
   throw new Error("COSTGW_URL and COSTGW_KEY must be set: go test -run TestFrontendClients ./graph runs these files");
 }
