@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { ids, key, operations, post, recordingFetch, run as runId, slowURL, url, variablesFor } from "./gateway.mjs";
+import { dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, run as runId, slowURL, url, variablesFor } from "./gateway.mjs";
 
 globalThis.__DEV__ = true;
 const { gql } = await import("@apollo/client");
@@ -169,22 +169,11 @@ test("a deferred query's first result comes before its deferred data, without th
   assert.ok(slowURL, "COSTGW_SLOW_URL is not set");
   logged.length = 0;
   const client = apolloClient({ url: slowURL, key });
-  const query = gql`
-    query DeferredDashboard($q: ExplorerQueryInput!) {
-      explorer {
-        summary(query: $q) { cards { title value } }
-        ... @defer(label: "history") {
-          history(query: $q) { costRows { group date cost } }
-        }
-      }
-    }
-  `;
-  const q = { dateRange: { start: "2026-10-01", end: "2026-10-31" }, groupBy: "product_product_name",
-    costType: "line_item_unblended_cost", granularity: "day", filters: [] };
+  const query = gql(deferredDashboard);
   const results = [];
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("no complete result in 30 s")), 30000);
-    const sub = client.watchQuery({ query, variables: { q }, fetchPolicy: "network-only" }).subscribe({
+    const sub = client.watchQuery({ query, variables: dashboardVariables, fetchPolicy: "network-only" }).subscribe({
       next(r) {
         if (r.loading && !r.data) return; // the loading state before any data
         results.push({ ...r, at: performance.now() });

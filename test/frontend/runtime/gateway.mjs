@@ -15,6 +15,29 @@ export const url = process.env.COSTGW_URL;
 export const key = process.env.COSTGW_KEY;
 // slowURL is a gateway whose upstream takes 300 ms a call (graph/frontend_test.go).
 export const slowURL = process.env.COSTGW_SLOW_URL;
+
+// deferredDashboard is the Explorer dashboard with its history deferred, and
+// dashboardVariables its variables: what the clients' @defer tests send to
+// slowURL, whose history comes well after its summary.
+export const deferredDashboard = `
+  query DeferredDashboard($q: ExplorerQueryInput!) {
+    explorer {
+      summary(query: $q) { cards { title value } }
+      ... @defer(label: "history") {
+        history(query: $q) { costRows { group date cost } }
+      }
+    }
+  }
+`;
+export const dashboardVariables = {
+  q: {
+    dateRange: { start: "2026-10-01", end: "2026-10-31" },
+    groupBy: "product_product_name",
+    costType: "line_item_unblended_cost",
+    granularity: "day",
+    filters: [],
+  },
+};
 if (!url || !key) {
   throw new Error("COSTGW_URL and COSTGW_KEY must be set: go test -run TestFrontendClients ./graph runs these files");
 }

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { gql } from "@urql/core";
 import { urqlClient } from "../setup/urql.mjs";
-import { ids, key, operations, post, recordingFetch, slowURL, url, variablesFor } from "./gateway.mjs";
+import { dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, slowURL, url, variablesFor } from "./gateway.mjs";
 
 // graphcache writes its warnings to console.warn (and to console.error in
 // places): each is a failure here.
@@ -133,21 +133,10 @@ test("a deferred query's parts come through graphcache in order, without a warni
   assert.ok(slowURL, "COSTGW_SLOW_URL is not set");
   logged.length = 0;
   const client = urqlClient({ url: slowURL, key });
-  const query = gql`
-    query DeferredDashboard($q: ExplorerQueryInput!) {
-      explorer {
-        summary(query: $q) { cards { title value } }
-        ... @defer(label: "history") {
-          history(query: $q) { costRows { group date cost } }
-        }
-      }
-    }
-  `;
-  const q = { dateRange: { start: "2026-10-01", end: "2026-10-31" }, groupBy: "product_product_name",
-    costType: "line_item_unblended_cost", granularity: "day", filters: [] };
+  const query = gql(deferredDashboard);
   const results = [];
   const last = await next(
-    client.query(query, { q }, { requestPolicy: "network-only" }),
+    client.query(query, dashboardVariables, { requestPolicy: "network-only" }),
     (r) => {
       if (r.data) results.push(r);
       return r.data && !r.hasNext && !r.stale;
