@@ -12,63 +12,20 @@ import (
 	"github.com/costgw/gateway/graph/codes"
 )
 
-// Admission: one caller must not take the gateway from the others.
-//
-// Every request to the endpoint is admitted before any of its work starts,
-// once its body has arrived (readFirst: a place bounds work, not a slow
-// client's sending; the answer's writing is bounded by the deadline). Two
-// bounds apply, each from admission to the end of the answer:
-//
-//   - at most total requests are in flight in all (-requests-in-flight,
-//     32 by default; 0: no such bound), which bounds the memory of work in
-//     flight;
-//   - each caller has at most perCaller requests in flight
-//     (-caller-in-flight; 0, the default: no such bound).
-//
-// A request over either bound waits in line: its caller's requests in the
-// order they came, and the callers in turn (round robin) for each place
-// that frees under the total bound, so that a caller with many requests
-// waiting delays another only by its share; a caller's requests join its
-// line in the order their bodies arrive. A request not admitted by its
-// deadline is answered 504 REQUEST_TIMEOUT at the deadline; nothing of it
-// has run.
-//
-// Both bounds count a request while it waits on the upstream: a caller
-// gets at most perCaller ÷ (the upstream's latency) requests a second, and
-// the gateway total ÷ latency. That is why perCaller is off by default: a
-// frontend's many users often share their organization's one key.
-// (Lending a request's place to others while it waits on the upstream was
-// tried: it bounds only the gateway's own work, and under the hostile
-// benchmark it left the legitimate traffic no better off than no total
-// bound; see docs/security.md.)
-//
-// A caller whose requests are refused often is paced (-caller-refusals,
-// r a second; 0: never). Each caller has an allowance of 2r refusals,
-// refilled at r a second, which goes into debt by at most 2r; a caller
-// with less than one refusal left is paced: one of its requests is
-// admitted every 1/r seconds, whatever it asks. The others wait in its line
-// as above, and a paced request not admitted by its deadline is answered
-// 504. Once paced, and until its allowance is whole again, each of the
-// caller's requests in flight counts against the allowance until it ends,
-// so that its line is let in a few at a time as the allowance comes back.
-// A refusal is an answer without data whose code the caller alone is to
-// blame for (Info.BlamesCaller: no key or one the upstream refuses, a document
-// that does not parse, validate or fit the limits, a malformed HTTP
-// request, invalid input), not one the upstream or the gateway failed.
-// (The per-key rate limit answers 429 before admission, and is a bound of
-// its own.) So a caller that sends refused requests back to back, as a
-// flood does, is answered a few times a second, and waits meanwhile
-// without costing CPU, while every other caller goes on as before; a caller
-// whose requests succeed is never paced, however many it sends.
-//
-// A caller is the bearer key of the request (its keyed hash, never the key):
-//
-//   - every request without a key is one caller;
-//   - keys the upstream has not been seen to accept are one caller
-//     together, so that an attacker who makes up a key for each request is
-//     still one caller; a key is accepted once a request with it has
-//     succeeded with an upstream call, and the gateway remembers the last
-//     verifiedKeys keys it saw accepted.
+// Admission: one caller must not take the gateway from the others. Every
+// request to the endpoint is admitted once its body has arrived (readFirst)
+// and before any of its work starts, under two bounds held to the end of its
+// answer, waiting on the upstream included: at most total requests in flight
+// in all (-requests-in-flight) and perCaller for each caller
+// (-caller-in-flight). A request over either waits in line, its caller's in
+// order and the callers in turn, until its deadline (then 504
+// REQUEST_TIMEOUT, nothing of it run). A caller refused often
+// (Info.BlamesCaller) is paced (-caller-refusals): one of its requests
+// admitted every 1/r seconds. A caller is a keyed hash of the bearer key;
+// all requests without a key are one caller, and so are all keys the
+// upstream has not been seen to accept (the last verifiedKeys accepted are
+// remembered). docs/security.md ("Admission", "Pacing callers who are
+// refused") says why each is so, and what was measured.
 
 // verifiedKeys is how many accepted keys the gateway remembers.
 const verifiedKeys = 1 << 14

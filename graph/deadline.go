@@ -41,10 +41,10 @@ func Overdue() int64 { return overdue.Load() }
 // the timeout's answer is written from the timer's. The request's access
 // line, span and metrics are written when the handler ends, with the 504
 // that was sent; a graceful shutdown does not wait for such a handler
-// (Overdue). Until the tenth pass of docs/performance.md the handler ran on
-// a goroutine of its own, so that the guard could return at the deadline;
-// that hand-off cost every request about 4 % of its CPU, to get back a
-// connection that a client told Connection: close does not use again.
+// (Overdue). The handler does not run on a goroutine of its own so that
+// the guard could return at the deadline: that hand-off costs every request
+// its CPU (docs/performance.md, the tenth pass), to get back a connection
+// that a client told Connection: close does not use again.
 func guardDeadline(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, ok := r.Context().Deadline()

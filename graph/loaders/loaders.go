@@ -231,9 +231,8 @@ func (l *Loader[K, V]) run(ctx context.Context, c *call[V], key K) {
 // decoder, which on a new goroutine would grow its stack there. A wider
 // tier's other calls (an overview's hundred) run on goroutines of their
 // own: a pool as wide as the widest tier is mostly idle goroutines whose
-// stacks the collector shrinks meanwhile. With every call pooled, the
-// overview measured 6 and 10 % fewer requests per CPU-second in two runs
-// side by side (the third pass of docs/performance.md had found 3 to 4 %).
+// stacks the collector shrinks meanwhile, which costs the overview more CPU
+// than it saves (docs/performance.md, "The goroutine pool").
 const pooledCalls = 4
 
 // call is one key's call and, once done is closed, its answer.

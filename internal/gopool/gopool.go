@@ -1,38 +1,15 @@
-// Package gopool runs work on goroutines kept from earlier requests: the
-// executor's concurrent fields, and the first few upstream calls a request
-// has in flight. A new goroutine starts with a small stack, and work deep in
-// gqlgen's executor or in the JSON decoder soon needs a deep one, so the
-// runtime copied its stack a few times as it grew; a goroutine kept from
-// earlier work has its grown stack already.
-//
-// (Each request's handler ran here from the third pass to the ninth,
-// because the deadline guard ran it on a goroutine of its own; since the
-// tenth the guard lets it run on the request's own goroutine, which net/http
-// keeps for the connection's requests, and the hand-off is gone:
-// docs/performance.md.)
-//
-// The executor resolves an object's concurrent fields (those that load) each
-// on a goroutine but the first (executor.Object.Dispatch, graph/internal/executor), and waits
-// for them before the next object: a request has a few of them at a time,
-// and each grew a stack as deep as the executor's for every budget of an
-// overview. On kept goroutines, the CPU the overview spent growing stacks
-// went from 9.0 to 6.1 % of its profile at one client, and from 6.0 to 4.1 %
-// at 50 (docs/performance.md).
-//
-// Of the upstream calls, which decode their answer deep in the JSON
-// decoder, only the first four a request has in flight (graph/loaders'
-// pooledCalls: a budget's detail and actuals, the dashboard's reports). A
-// wide tier has as many calls as budgets (a hundred for one overview): a
-// pool of them was mostly idle goroutines whose stacks the collector had
-// shrunk meanwhile, and it cost the overview 3 to 10 % more CPU in the
-// runs that tried it.
-//
-// The pool is github.com/panjf2000/ants: unbounded (the gateway bounds its
-// requests in flight itself), the most recently idle goroutine first, and a
-// goroutine idle for longer than a few seconds let go. A panic that escapes
-// a function run here ends the process, as it would on a goroutine of its
-// own: each field recovers what its resolver panics with, and each loader's
-// call what its fetch panics with.
+// Package gopool runs work on goroutines kept from earlier requests, whose
+// stacks have grown already to the depth of gqlgen's executor and of the JSON
+// decoder: the executor's concurrent fields (executor.Object.Dispatch), and
+// the first few upstream calls a request has in flight (graph/loaders'
+// pooledCalls). A new goroutine starts with a small stack, which the runtime
+// copies each time it grows. The pool is github.com/panjf2000/ants:
+// unbounded (the gateway bounds its requests in flight itself), the most
+// recently idle goroutine first, one idle for longer than idle let go. A
+// panic that escapes a function run here ends the process, as it would on a
+// goroutine of its own: each field and each loader's call recovers its own.
+// docs/performance.md ("The goroutine pool") says what it saves, and why
+// not every call runs here.
 package gopool
 
 import (
