@@ -3,7 +3,7 @@
 // simulator: node(id:) and nodes(ids:) results normalized into the store.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -21,12 +21,15 @@ let artifact;
 // relay-compiler writes TypeScript artifacts (out/relay/__generated__);
 // each is transpiled to CommonJS, which resolves their imports of each other.
 before(() => {
+  const generated = path.join(here, "out", "relay", "__generated__");
+  // relay-compiler refuses a config whose artifactDirectory does not exist
+  // (on a fresh clone, before the frontend check has made it).
+  mkdirSync(generated, { recursive: true });
   const r = spawnSync(path.join(here, "node_modules", ".bin", "relay-compiler"), ["relay.config.json"], {
     cwd: here,
     encoding: "utf8",
   });
   assert.equal(r.status, 0, `relay-compiler: ${r.stdout}${r.stderr}`);
-  const generated = path.join(here, "out", "relay", "__generated__");
   tmp = mkdtempSync(path.join(os.tmpdir(), "costgw-relay-"));
   for (const f of readdirSync(generated).filter((f) => f.endsWith(".graphql.ts"))) {
     const { outputText } = ts.transpileModule(readFileSync(path.join(generated, f), "utf8"), {
