@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, k := range demoKeys() {
 		logger.Info("demo key", "key", k.key, "use", k.use)
 	}
+	logger.Info("control routes: POST /_sim/keys/{key}/revoke and /restore, PUT /_sim/keys/{key}/rate-limit {\"per_second\": N} (docs/simulator.md)")
 	// Requests still waiting out injected latency after the grace period
 	// are cut off.
 	return httpx.Serve(ctx, srv, ln, shutdownGrace, logger, nil)

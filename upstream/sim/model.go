@@ -226,7 +226,7 @@ func (s *Server) authenticate(r *http.Request, reqID string) (*apiKey, *response
 		return nil, &resp
 	}
 	k, ok := s.keys[token]
-	if !ok {
+	if !ok || s.keyCtl.isRevoked(token) {
 		resp := errorResponse(reqID, http.StatusUnauthorized, "invalid_credentials", "Invalid API key")
 		return nil, &resp
 	}

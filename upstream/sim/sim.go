@@ -2,6 +2,7 @@ package sim
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,7 +108,8 @@ type Server struct {
 	counts map[string]*atomic.Int64 // one counter per operation id; the map is immutable
 	total  atomic.Int64
 
-	ctl control // latency, faults and their generator
+	ctl    control     // latency, faults and their generator
+	keyCtl keyControls // keys revoked and throttled at run time
 }
 
 // New builds a simulator and its seeded data for organizations one, two and
@@ -274,6 +276,10 @@ func (r *idRegistry) claim(id string) bool {
 // ServeHTTP answers one API request, in the order docs/simulator.md fixes:
 // count, latency, faults, credentials, route, entitlement, scope, operation.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, controlPrefix) {
+		s.serveControl(w, r) // not an operation of the contract: not counted
+		return
+	}
 	m := s.router.match(r.Method, r.URL.EscapedPath())
 	s.total.Add(1)
 	op := ""
@@ -315,6 +321,11 @@ func (s *Server) handle(r *http.Request, m match, reqID string) response {
 	k, bad := s.authenticate(r, reqID)
 	if bad != nil {
 		return *bad
+	}
+	if wait := s.keyCtl.throttle(k.key, time.Now()); wait > 0 {
+		resp := errorResponse(reqID, http.StatusTooManyRequests, "rate_limited", "Rate limit exceeded for this API key")
+		resp.setHeader("Retry-After", retryAfterSeconds(wait))
+		return resp
 	}
 	if m.route == nil {
 		if len(m.allow) > 0 {
