@@ -1,6 +1,7 @@
 package resolvers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -39,6 +40,21 @@ func explorerKey(in model.ExplorerQueryInput) (loaders.ExplorerKey, error) {
 		}
 	}
 	return loaders.NewExplorerKey(explorerQuery(in)), nil
+}
+
+// loadExplorer loads the Explorer report of query through the request's
+// loader of it (which).
+func loadExplorer[V any](ctx context.Context, query model.ExplorerQueryInput, which func(*loaders.Loaders) *loaders.Loader[loaders.ExplorerKey, V]) (V, error) {
+	var zero V
+	l, err := loadersFor(ctx)
+	if err != nil {
+		return zero, err
+	}
+	k, err := explorerKey(query)
+	if err != nil {
+		return zero, err
+	}
+	return which(l).Load(ctx, k)()
 }
 
 // historyRows types the cost rows of an Explorer history: the group-by

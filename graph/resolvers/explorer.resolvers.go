@@ -17,51 +17,19 @@ import (
 )
 
 func (r explorerResolver) Summary(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerSummary, error) {
-	l, err := loadersFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := explorerKey(query)
-	if err != nil {
-		return nil, err
-	}
-	return l.Summary().Load(ctx, k)()
+	return loadExplorer(ctx, query, (*loaders.Loaders).Summary)
 }
 
 func (r explorerResolver) PreviousPeriod(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerPreviousPeriod, error) {
-	l, err := loadersFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := explorerKey(query)
-	if err != nil {
-		return nil, err
-	}
-	return l.PreviousPeriod().Load(ctx, k)()
+	return loadExplorer(ctx, query, (*loaders.Loaders).PreviousPeriod)
 }
 
 func (r explorerResolver) History(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHistory, error) {
-	l, err := loadersFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := explorerKey(query)
-	if err != nil {
-		return nil, err
-	}
-	return l.History().Load(ctx, k)()
+	return loadExplorer(ctx, query, (*loaders.Loaders).History)
 }
 
 func (r explorerResolver) Heatmap(ctx context.Context, obj *model.Explorer, query model.ExplorerQueryInput) (*upstream.ExplorerHeatmap, error) {
-	l, err := loadersFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := explorerKey(query)
-	if err != nil {
-		return nil, err
-	}
-	return l.Heatmap().Load(ctx, k)()
+	return loadExplorer(ctx, query, (*loaders.Loaders).Heatmap)
 }
 
 func (r explorerResolver) DimensionValues(ctx context.Context, obj *model.Explorer, key string) (*upstream.DimensionValues, error) {
