@@ -6,71 +6,77 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // A caller over its bound waits; another caller is admitted meanwhile; the
 // waiting request is admitted when one of its caller's ends, in the order
-// it came.
+// it came. On synctest's clock: synctest.Wait is "every goroutine is
+// blocked", so nothing here waits for time to pass.
 func TestAdmissionPerCaller(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(2, 0, 0)
-	ctx := context.Background()
-	l1, l2 := a.acquire(ctx, 10), a.acquire(ctx, 10)
-	if l1 == nil || l2 == nil {
-		t.Fatal("the first two requests of a caller wait")
-	}
-	order := make(chan int, 2)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() {
-			if l := a.acquire(ctx, 10); l != nil {
-				order <- i
-				time.Sleep(10 * time.Millisecond)
-				a.release(l, false)
-			}
-		})
-		time.Sleep(20 * time.Millisecond) // the first waits before the second
-	}
-	select {
-	case i := <-order:
-		t.Fatalf("request %d was admitted over its caller's bound", i)
-	case <-time.After(50 * time.Millisecond):
-	}
-	if other := a.acquire(ctx, 11); other == nil {
-		t.Fatal("another caller waits behind a busy one")
-	} else {
-		a.release(other, false)
-	}
-	a.release(l1, false)
-	if i := <-order; i != 0 {
-		t.Errorf("request %d was admitted first", i)
-	}
-	a.release(l2, false)
-	if i := <-order; i != 1 {
-		t.Errorf("request %d was admitted second", i)
-	}
-	wg.Wait()
-	waitIdle(t, a)
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(2, 0, 0)
+		ctx := context.Background()
+		l1, l2 := a.acquire(ctx, 10), a.acquire(ctx, 10)
+		if l1 == nil || l2 == nil {
+			t.Fatal("the first two requests of a caller wait")
+		}
+		order := make(chan int, 2)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				if l := a.acquire(ctx, 10); l != nil {
+					order <- i
+					a.release(l, false)
+				}
+			})
+			synctest.Wait() // the first waits in line before the second comes
+		}
+		select {
+		case i := <-order:
+			t.Fatalf("request %d was admitted over its caller's bound", i)
+		default:
+		}
+		if other := a.acquire(ctx, 11); other == nil {
+			t.Fatal("another caller waits behind a busy one")
+		} else {
+			a.release(other, false)
+		}
+		a.release(l1, false)
+		if i := <-order; i != 0 {
+			t.Errorf("request %d was admitted first", i)
+		}
+		a.release(l2, false)
+		if i := <-order; i != 1 {
+			t.Errorf("request %d was admitted second", i)
+		}
+		wg.Wait()
+		waitIdle(t, a)
+	})
 }
 
-// A request that is not admitted by its deadline gives up, and leaves no
-// trace in the line.
+// A request that is not admitted by its deadline gives up at its deadline,
+// and leaves no trace in the line.
 func TestAdmissionDeadline(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(1, 0, 0)
-	l := a.acquire(context.Background(), 10)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	if a.acquire(ctx, 10) != nil {
-		t.Fatal("admitted over the bound")
-	}
-	if d := time.Since(start); d < 25*time.Millisecond || d > time.Second {
-		t.Errorf("gave up after %v", d)
-	}
-	a.release(l, false)
-	waitIdle(t, a)
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(1, 0, 0)
+		l := a.acquire(context.Background(), 10)
+		const timeout = 30 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		if a.acquire(ctx, 10) != nil {
+			t.Fatal("admitted over the bound")
+		}
+		if d := time.Since(start); d != timeout {
+			t.Errorf("gave up after %v, want its deadline, %v", d, timeout)
+		}
+		a.release(l, false)
+		waitIdle(t, a)
+	})
 }
 
 // With a bound on places, each place that frees goes to the callers in
@@ -78,32 +84,34 @@ func TestAdmissionDeadline(t *testing.T) {
 // later.
 func TestAdmissionRoundRobin(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(100, 1, 0)
-	ctx := context.Background()
-	first := a.acquire(ctx, 10)
-	var mu sync.Mutex
-	var got []callerID
-	var wg sync.WaitGroup
-	enqueue := func(id callerID) {
-		wg.Go(func() {
-			l := a.acquire(ctx, id)
-			mu.Lock()
-			got = append(got, id)
-			mu.Unlock()
-			a.release(l, false)
-		})
-		time.Sleep(5 * time.Millisecond)
-	}
-	for range 3 {
-		enqueue(10)
-	}
-	enqueue(11)
-	a.release(first, false)
-	wg.Wait()
-	if len(got) != 4 || got[0] != 10 || got[1] != 11 {
-		t.Errorf("served %v, want caller 11 second", got)
-	}
-	waitIdle(t, a)
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(100, 1, 0)
+		ctx := context.Background()
+		first := a.acquire(ctx, 10)
+		var mu sync.Mutex
+		var got []callerID
+		var wg sync.WaitGroup
+		enqueue := func(id callerID) {
+			wg.Go(func() {
+				l := a.acquire(ctx, id)
+				mu.Lock()
+				got = append(got, id)
+				mu.Unlock()
+				a.release(l, false)
+			})
+			synctest.Wait() // in line before the next comes
+		}
+		for range 3 {
+			enqueue(10)
+		}
+		enqueue(11)
+		a.release(first, false)
+		wg.Wait()
+		if len(got) != 4 || got[0] != 10 || got[1] != 11 {
+			t.Errorf("served %v, want caller 11 second", got)
+		}
+		waitIdle(t, a)
+	})
 }
 
 // Many requests of a few callers, with random work and deadlines: the
