@@ -157,17 +157,15 @@ func waitIdle(t *testing.T, a *admission) {
 	}
 }
 
-// pacedAdmission returns an admission with -caller-refusals refusals on a
-// fake clock, and a context that has ended (acquire then admits only what
-// needs no wait).
-func pacedAdmission(refusals int) (*admission, *fakeClock, context.Context) {
+// pacedAdmission returns an admission with -caller-refusals refusals, and a
+// context that has ended (acquire then admits only what needs no wait). The
+// tests that pace run in a synctest bubble, whose clock moves only when
+// they sleep.
+func pacedAdmission(refusals int) (*admission, context.Context) {
 	a := newAdmission(0, 0, refusals)
-	clock := &fakeClock{}
-	clock.advance(time.Hour)
-	a.now = clock.now
 	expired, cancel := context.WithCancel(context.Background())
 	cancel()
-	return a, clock, expired
+	return a, expired
 }
 
 // admitN admits n requests of caller id one after another, each ended at
@@ -183,59 +181,57 @@ func admitN(t *testing.T, a *admission, ctx context.Context, id callerID, n int,
 	}
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct{ ns atomic.Int64 }
-
-func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // A caller refused more than its allowance is paced: one of its requests
 // an interval is admitted, while another caller, and a caller whose
 // requests succeed however many it sends, are admitted at once; a waiting
-// paced request is admitted when its turn comes.
+// paced request is admitted when its turn comes, not before.
 func TestAdmissionPacesRefusedCallers(t *testing.T) {
 	t.Parallel()
-	const refusals = 20 // a burst of 40, then one each 50 ms
-	a, clock, expired := pacedAdmission(refusals)
-	ctx := context.Background()
-	admitN(t, a, expired, 10, 2*refusals+1, true, "the allowance, and the first paced request")
-	if a.acquire(expired, 10) != nil {
-		t.Fatal("a caller past its allowance was admitted before its turn")
-	}
-	admitN(t, a, expired, 11, 1000, false, "a caller whose requests succeed")
-	if l := a.acquire(expired, 12); l == nil {
-		t.Fatal("another caller waited behind a paced one")
-	} else {
-		a.release(l, true)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const refusals = 20 // a burst of 40, then one each 50 ms
+		a, expired := pacedAdmission(refusals)
+		ctx := context.Background()
+		admitN(t, a, expired, 10, 2*refusals+1, true, "the allowance, and the first paced request")
+		if a.acquire(expired, 10) != nil {
+			t.Fatal("a caller past its allowance was admitted before its turn")
+		}
+		admitN(t, a, expired, 11, 1000, false, "a caller whose requests succeed")
+		if l := a.acquire(expired, 12); l == nil {
+			t.Fatal("another caller waited behind a paced one")
+		} else {
+			a.release(l, true)
+		}
 
-	admitted := make(chan *callerLine)
-	go func() { admitted <- a.acquire(ctx, 10) }()
-	select {
-	case <-admitted:
-		t.Fatal("a paced request was admitted before its turn")
-	case <-time.After(100 * time.Millisecond): // two intervals of real time: the clock has not moved
-	}
-	clock.advance(time.Second / refusals)
-	l := <-admitted
-	if l == nil {
-		t.Fatal("not admitted")
-	}
-	a.release(l, false)
-	if a.acquire(expired, 10) != nil {
-		t.Fatal("a paced caller's next request did not wait its turn")
-	}
+		admitted := make(chan *callerLine, 1)
+		go func() { admitted <- a.acquire(ctx, 10) }()
+		time.Sleep(time.Second/refusals - time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-admitted:
+			t.Fatal("a paced request was admitted before its turn")
+		default:
+		}
+		time.Sleep(time.Millisecond)
+		l := <-admitted
+		if l == nil {
+			t.Fatal("not admitted")
+		}
+		a.release(l, false)
+		if a.acquire(expired, 10) != nil {
+			t.Fatal("a paced caller's next request did not wait its turn")
+		}
 
-	// Paid off: the allowance comes back at refusals a second.
-	clock.advance(3 * time.Second)
-	admitN(t, a, expired, 10, 2*refusals, false, "a caller that stopped being refused")
-	waitIdleSoon(t, a)
+		// Paid off: the allowance comes back at refusals a second.
+		time.Sleep(3 * time.Second)
+		admitN(t, a, expired, 10, 2*refusals, false, "a caller that stopped being refused")
+		waitIdleSoon(t, a)
+	})
 }
 
 // Without -caller-refusals nobody is paced.
 func TestAdmissionNoPacing(t *testing.T) {
 	t.Parallel()
-	a, _, expired := pacedAdmission(0)
+	a, expired := pacedAdmission(0)
 	admitN(t, a, expired, 10, 1000, true, "no -caller-refusals")
 	waitIdle(t, a)
 }
@@ -245,49 +241,50 @@ func TestAdmissionNoPacing(t *testing.T) {
 // against the allowance until it ends.
 func TestAdmissionPacedLineComesBackSlowly(t *testing.T) {
 	t.Parallel()
-	const refusals = 20 // a burst of 40, then one each 50 ms
-	a, clock, expired := pacedAdmission(refusals)
-	// The allowance spent, then the first paced request: -1 left.
-	admitN(t, a, expired, 10, 2*refusals+1, true, "the allowance, and the first paced request")
+	synctest.Test(t, func(t *testing.T) {
+		const refusals = 20 // a burst of 40, then one each 50 ms
+		a, expired := pacedAdmission(refusals)
+		// The allowance spent, then the first paced request: -1 left.
+		admitN(t, a, expired, 10, 2*refusals+1, true, "the allowance, and the first paced request")
 
-	const waiting = 10
-	admitted := make(chan *callerLine, waiting)
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range waiting {
-		wg.Go(func() {
-			if l := a.acquire(ctx, 10); l != nil {
-				admitted <- l
-			}
-		})
-	}
-	time.Sleep(20 * time.Millisecond) // all in line
-	// Two intervals: the allowance is back to 1, and the next paced turn due.
-	clock.advance(2 * time.Second / refusals)
-	var held []*callerLine
-	deadline := time.After(time.Second)
-collect:
-	for {
-		select {
-		case l := <-admitted:
-			held = append(held, l)
-		case <-deadline:
-			break collect
+		const waiting = 10
+		admitted := make(chan *callerLine, waiting)
+		ctx, stop := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for range waiting {
+			wg.Go(func() {
+				if l := a.acquire(ctx, 10); l != nil {
+					admitted <- l
+				}
+			})
 		}
-	}
-	if len(held) == 0 || len(held) > 2 {
-		t.Errorf("%d of %d waiting requests were let in when the allowance came back to 1, want 1 or 2", len(held), waiting)
-	}
-	stop()
-	wg.Wait()
-	close(admitted)
-	for l := range admitted {
-		held = append(held, l)
-	}
-	for _, l := range held {
-		a.release(l, false)
-	}
-	waitIdleSoon(t, a)
+		synctest.Wait() // all in line
+		// Two intervals: the allowance is back to 1, and the next paced turn due.
+		time.Sleep(2 * time.Second / refusals)
+		synctest.Wait()
+		var held []*callerLine
+		for drained := false; !drained; {
+			select {
+			case l := <-admitted:
+				held = append(held, l)
+			default:
+				drained = true
+			}
+		}
+		if len(held) == 0 || len(held) > 2 {
+			t.Errorf("%d of %d waiting requests were let in when the allowance came back to 1, want 1 or 2", len(held), waiting)
+		}
+		stop()
+		wg.Wait()
+		close(admitted)
+		for l := range admitted {
+			held = append(held, l)
+		}
+		for _, l := range held {
+			a.release(l, false)
+		}
+		waitIdleSoon(t, a)
+	})
 }
 
 // waitIdleSoon is waitIdle once any wake timer due has fired.
