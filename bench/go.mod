@@ -1,3 +1,6 @@
+// The benchmark harness, a module of its own so that the gateway's builds
+// and tests build none of it. When the gateway's dependencies change, run
+// go -C bench mod tidy (make bench-smoke, which CI runs, fails until then).
 module github.com/costgw/gateway/bench
 
 go 1.26.0
@@ -40,6 +43,7 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.83.2 // indirect

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, run as runId, slowURL, url, variablesFor } from "./gateway.mjs";
+import { captureConsole, dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, run as runId, slowURL, url, variablesFor } from "./gateway.mjs";
 
 globalThis.__DEV__ = true;
 const { gql } = await import("@apollo/client");
@@ -13,14 +13,7 @@ const { apolloClient } = await import("../setup/apollo.mjs");
 loadDevMessages();
 loadErrorMessages();
 
-const logged = [];
-for (const level of ["warn", "error"]) {
-  const original = console[level];
-  console[level] = (...args) => {
-    logged.push(`console.${level}: ${args.join(" ")}`);
-    original(...args);
-  };
-}
+const logged = captureConsole();
 
 const ops = Object.fromEntries(operations().map((o) => [o.name, gql(o.text)]));
 const sha256 = (text) => createHash("sha256").update(text).digest("hex");

@@ -46,6 +46,22 @@ if (!url || !key) {
 // same gateway: idempotency keys and persisted query hashes outlive a run.
 export const run = randomUUID().slice(0, 8);
 
+/**
+ * captureConsole makes every console.warn and console.error also go to the
+ * list it returns, so that a test can fail on what a client library warned of.
+ */
+export function captureConsole() {
+  const logged = [];
+  for (const level of ["warn", "error"]) {
+    const original = console[level];
+    console[level] = (...args) => {
+      logged.push(`console.${level}: ${args.join(" ")}`);
+      original(...args);
+    };
+  }
+  return logged;
+}
+
 /** recordingFetch is fetch that keeps each request's method, URL and parsed body. */
 export function recordingFetch() {
   const requests = [];

@@ -4,18 +4,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { gql } from "@urql/core";
 import { urqlClient } from "../setup/urql.mjs";
-import { dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, slowURL, url, variablesFor } from "./gateway.mjs";
+import { captureConsole, dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, slowURL, url, variablesFor } from "./gateway.mjs";
 
 // graphcache writes its warnings to console.warn (and to console.error in
 // places): each is a failure here.
-const logged = [];
-for (const level of ["warn", "error"]) {
-  const original = console[level];
-  console[level] = (...args) => {
-    logged.push(`console.${level}: ${args.join(" ")}`);
-    original(...args);
-  };
-}
+const logged = captureConsole();
 
 const ops = Object.fromEntries(operations().map((o) => [o.name, gql(o.text)]));
 
