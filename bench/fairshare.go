@@ -209,7 +209,6 @@ type fairRun struct {
 	simURL string
 	self   string // this program, for the load processes
 	pin    bool
-	dir    string
 	a, bv  []string // tenant A's bodies, B's valid ones
 	br     []string // B's refused ones
 }
@@ -223,7 +222,7 @@ func runFairShare(ctx context.Context, cfg config, b binaries, simURL string, si
 	}
 	rep := &fairReport{Started: time.Now(), AClients: cfg.legitClients, BClients: cfg.attackers, AQuery: legitQuery,
 		BQuery: fairValidQuery, BRefused: fairRefusedShapes, Window: cfg.fairWindow}
-	f := &fairRun{cfg: cfg, b: b, simURL: simURL, self: self, dir: b.dir,
+	f := &fairRun{cfg: cfg, b: b, simURL: simURL, self: self,
 		a:  []string{string(mustBody(queryByName(legitQuery).Gateway, nil))},
 		bv: []string{string(mustBody(queryByName(fairValidQuery).Gateway, nil))}}
 	for _, name := range fairRefusedShapes {
@@ -372,7 +371,7 @@ type tenant struct {
 // at the lowest priority when low.
 func (f *fairRun) startTenant(ctx context.Context, name string, spec tenantSpec, low bool) (*tenant, error) {
 	b, _ := json.Marshal(spec)
-	file := f.dir + "/" + name + ".json"
+	file := filepath.Join(f.b.dir, name+".json")
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		return nil, err
 	}

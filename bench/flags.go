@@ -171,14 +171,9 @@ func parseFlags(args []string) (config, error) {
 		}
 		c.latencies = append(c.latencies, d)
 	}
-	if *qs != "" {
-		for _, s := range strings.Split(*qs, ",") {
-			s = strings.TrimSpace(s)
-			if queryByName(s) == nil {
-				return c, fmt.Errorf("-queries: unknown query %q", s)
-			}
-			c.queries = append(c.queries, s)
-		}
+	var err error
+	if c.queries, err = names(*qs, "-queries", "query", func(s string) bool { return queryByName(s) != nil }); err != nil {
+		return c, err
 	}
 	for _, s := range strings.Split(*oqs, ",") {
 		s = strings.TrimSpace(s)
@@ -218,14 +213,8 @@ func parseFlags(args []string) (config, error) {
 	} else if c.jsonOut == "" {
 		c.jsonOut = strings.TrimSuffix(c.out, filepath.Ext(c.out)) + ".json"
 	}
-	if *hshapes != "" {
-		for _, n := range strings.Split(*hshapes, ",") {
-			n = strings.TrimSpace(n)
-			if shapeByName(n) == nil {
-				return c, fmt.Errorf("-hostile-shapes: unknown shape %q", n)
-			}
-			c.hostileShapes = append(c.hostileShapes, n)
-		}
+	if c.hostileShapes, err = names(*hshapes, "-hostile-shapes", "shape", func(s string) bool { return shapeByName(s) != nil }); err != nil {
+		return c, err
 	}
 	if c.attackers < 1 || c.attackers > 1000 || c.legitClients < 1 || c.legitClients > 1000 || c.hostileWindow <= 0 ||
 		c.hostileShapeWindow < 0 || c.hostileAloneWindow < 0 || c.hostileTimeout <= 0 || c.hostileRequestTimeout <= 0 || c.hostileRSSCapMiB < 0 ||
@@ -276,4 +265,21 @@ func (c config) selected() []*query {
 		}
 	}
 	return out
+}
+
+// names reads a comma-separated list of a flag, each a known name of what:
+// nil for an empty list.
+func names(list, flag, what string, known func(string) bool) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if !known(n) {
+			return nil, fmt.Errorf("%s: unknown %s %q", flag, what, n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
