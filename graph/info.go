@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/go-json-experiment/json/jsontext"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/upstream"
 )
 
 // Info is what the GraphQL endpoint learns of one request: its operation,
@@ -215,9 +217,33 @@ func costExtension(maxCost int) graphql.ResponseMiddleware {
 			resp.Extensions = map[string]any{}
 		}
 		resp.Extensions["cost"] = ci
+		if cs := upstream.CacheStatsFrom(ctx); cs != nil {
+			resp.Extensions["cache"] = cacheInfo{hits: cs.Hits(), misses: cs.Misses(),
+				age: int64(cs.Age(time.Now()) / time.Second), stale: cs.Stale()}
+		}
 		return resp
 	}
 }
+
+// cacheInfo is the cache extension of an answer: its upstream reads
+// answered from the cache and sent, the age in whole seconds of the oldest
+// data served from the cache, and whether any was stale (docs/caching.md).
+type cacheInfo struct {
+	hits, misses, age int64
+	stale             bool
+}
+
+// appendJSON appends c as JSON.
+func (c cacheInfo) appendJSON(b []byte) []byte {
+	b = strconv.AppendInt(append(b, `{"hits":`...), c.hits, 10)
+	b = strconv.AppendInt(append(b, `,"misses":`...), c.misses, 10)
+	b = strconv.AppendInt(append(b, `,"ageSeconds":`...), c.age, 10)
+	b = strconv.AppendBool(append(b, `,"stale":`...), c.stale)
+	return append(b, '}')
+}
+
+// MarshalJSON writes c for any other encoder of the answer.
+func (c cacheInfo) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), nil }
 
 // costInfo is the cost extension of an answer: the upstream calls the
 // operation was estimated at, made, and allowed (null: no bound).

@@ -540,14 +540,23 @@ func writeResponse(w http.ResponseWriter, media string, status int, resp *graphq
 			tail = append(tail, ',')
 		}
 		tail = append(tail, `"extensions":`...)
-		if c, ok := resp.Extensions["cost"].(costInfo); ok && len(resp.Extensions) == 1 {
+		c, ok := resp.Extensions["cost"].(costInfo)
+		ci, cached := resp.Extensions["cache"].(cacheInfo)
+		switch n := len(resp.Extensions); {
+		case ok && n == 1:
 			// The usual extensions, written without encoding/json's
 			// reflection over a map (1 % of a small request's CPU).
 			tail = append(c.appendJSON(append(tail, `{"cost":`...)), '}')
-		} else if b, err := json.Marshal(resp.Extensions); err == nil {
-			tail = append(tail, b...)
-		} else {
-			tail = tail[:0] // none written rather than half a member
+		case ok && cached && n == 2:
+			// In encoding/json's order of a map's members.
+			tail = ci.appendJSON(append(tail, `{"cache":`...))
+			tail = append(c.appendJSON(append(tail, `,"cost":`...)), '}')
+		default:
+			if b, err := json.Marshal(resp.Extensions); err == nil {
+				tail = append(tail, b...)
+			} else {
+				tail = tail[:0] // none written rather than half a member
+			}
 		}
 	}
 	tail = append(tail, "}\n"...)

@@ -36,7 +36,11 @@ func (s *BudgetsService) idempotencyKey(op string, opts *WriteOptions) (string, 
 
 // List calls listBudgets: GET /v1/budgets.
 func (s *BudgetsService) List(ctx context.Context, opts *ListOptions) (*Page[Budget], error) {
-	return list[Budget](ctx, s.c, ops.ListBudgets, "/v1/budgets", opts)
+	p, err := list[Budget](ctx, s.c, ops.ListBudgets, "/v1/budgets", opts)
+	if err == nil && len(p.Data) > 0 {
+		s.c.cache.learnOrg(ctx, p.Data[0].OrganizationID)
+	}
+	return p, err
 }
 
 // All walks every page of listBudgets.
@@ -51,11 +55,17 @@ func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *Wri
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "POST", route: "/v1/budgets", path: "/v1/budgets", body: in, idempotencyKey: key})
+	r, st, err := fetch[budgetResult](ctx, s.c, call{op: op, method: "POST", route: "/v1/budgets", path: "/v1/budgets", body: in, idempotencyKey: key}, nil)
 	if err != nil {
+		if st.mayHaveApplied {
+			s.c.cache.written(ctx, "", "")
+		}
 		return nil, err
 	}
-	return &r.Budget, nil
+	b := r.Data.Budget
+	s.c.cache.learnOrg(ctx, b.OrganizationID)
+	s.c.cache.written(ctx, "", b.OrganizationID)
+	return &b, nil
 }
 
 // Get calls getBudget: GET /v1/budgets/{id}. The answer adds metrics and dimensions.
@@ -65,10 +75,11 @@ func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, err
 	if err != nil {
 		return nil, err
 	}
-	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, safe: true})
+	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, safe: true, id: id})
 	if err != nil {
 		return nil, err
 	}
+	s.c.cache.learnOrg(ctx, w.Budget.OrganizationID)
 	return &w.BudgetDetail, nil
 }
 
@@ -84,11 +95,17 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 	if err != nil {
 		return nil, err
 	}
-	r, _, err := do[budgetResult](ctx, s.c, call{op: op, method: "PATCH", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, body: in, idempotencyKey: key})
+	r, st, err := fetch[budgetResult](ctx, s.c, call{op: op, method: "PATCH", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, body: in, idempotencyKey: key}, nil)
 	if err != nil {
+		if st.mayHaveApplied {
+			s.c.cache.written(ctx, id, "")
+		}
 		return nil, err
 	}
-	return &r.Budget, nil
+	b := r.Data.Budget
+	s.c.cache.learnOrg(ctx, b.OrganizationID)
+	s.c.cache.written(ctx, id, b.OrganizationID)
+	return &b, nil
 }
 
 // Delete calls deleteBudget: DELETE /v1/budgets/{id}.
@@ -112,8 +129,11 @@ func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, 
 		return nil, err
 	}
 	var env *envelope[DeleteResult]
-	st, err := s.c.run(ctx, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, idempotent: true},
+	st, err := s.c.run(ctx, call{op: op, method: "DELETE", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, idempotent: true}, nil,
 		func() answerEnvelope { env = new(envelope[DeleteResult]); return env })
+	if err == nil || st.mayHaveApplied {
+		s.c.cache.written(ctx, id, "")
+	}
 	var ue *Error
 	if st.mayHaveApplied && errors.As(err, &ue) && ue.Status == http.StatusNotFound {
 		return &DeleteResult{Success: true, AlreadyDeleted: true}, nil
@@ -131,7 +151,7 @@ func (s *BudgetsService) Actuals(ctx context.Context, id string) (*BudgetActuals
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/actuals", path: "/v1/budgets/" + p + "/actuals", safe: true})
+	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/actuals", path: "/v1/budgets/" + p + "/actuals", safe: true, id: id})
 	return v, err
 }
 
@@ -142,7 +162,7 @@ func (s *BudgetsService) Planning(ctx context.Context, id string) (*BudgetPlanni
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/planning", path: "/v1/budgets/" + p + "/planning", safe: true})
+	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/planning", path: "/v1/budgets/" + p + "/planning", safe: true, id: id})
 	return v, err
 }
 

@@ -51,6 +51,7 @@ type Client struct {
 	headers    func(context.Context, HeaderSetter)
 	log        *slog.Logger
 	logRate    logRate
+	cache      *Cache // nil: none
 	// serverHost and serverPort are the upstream's, its URL's port or its
 	// scheme's; serverAddr is the two as host:port.
 	serverHost string
@@ -225,6 +226,13 @@ type call struct {
 	// idempotent marks a call whose repeat has the effect of the first,
 	// though it may answer differently (a DELETE): it may be retried.
 	idempotent bool
+	// id is the budget id of a call below /v1/budgets/{id}, unescaped.
+	id string
+	// encoded is body as JSON, when the cache already encoded it.
+	encoded []byte
+	// cache is the call's cache outcome (CacheMiss, CacheRefresh), for
+	// its attempts; "" when the cache does not keep it.
+	cache string
 }
 
 // callStats is what the attempts of one call add up to.
@@ -237,25 +245,54 @@ type callStats struct {
 }
 
 // do sends the call, retrying where the policy and the call allow, and
-// decodes the data member of the answer into a new T.
+// decodes the data member of the answer into a new T; or answers a read
+// from the cache, when the client has one that keeps the call's operation.
 func do[T any](ctx context.Context, c *Client, cl call) (*T, *Pagination, error) {
 	var env *envelope[T]
-	_, err := c.run(ctx, cl, func() answerEnvelope {
-		// A fresh envelope per attempt: a failed one may have filled part of it.
-		env = new(envelope[T])
-		return env
-	})
+	var err error
+	if c.cache != nil && cl.safe && c.cache.ttlOf(cl.op) > 0 {
+		env, err = cachedCall[T](ctx, c, cl)
+	} else {
+		env, _, err = fetch[T](ctx, c, cl, nil)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return env.Data, env.Pagination, nil
 }
 
-// run sends the call, retrying where the policy and the call allow. Only
-// this loop decides retries: the transport is kept from replaying requests
-// on its own (see send), so the attempts the upstream sees are the ones
-// counted here, the observer is told of, and the policy allows.
-func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope) (callStats, error) {
+// fetch sends the call, and keeps the bytes of its answer in keep when that
+// is not nil.
+func fetch[T any](ctx context.Context, c *Client, cl call, keep *capture) (*envelope[T], callStats, error) {
+	var env *envelope[T]
+	st, err := c.run(ctx, cl, keep, func() answerEnvelope {
+		// A fresh envelope per attempt: a failed one may have filled part of it.
+		env = new(envelope[T])
+		return env
+	})
+	if err != nil {
+		return nil, st, err
+	}
+	return env, st, nil
+}
+
+// run sends the call, retrying where the policy and the call allow, and
+// tells the cache, if any, whether the upstream accepted the key.
+func (c *Client) run(ctx context.Context, cl call, keep *capture, newEnv func() answerEnvelope) (callStats, error) {
+	if c.cache == nil {
+		return c.attempts(ctx, cl, keep, newEnv)
+	}
+	sent := c.cache.now()
+	st, err := c.attempts(ctx, cl, keep, newEnv)
+	c.cache.answered(ctx, sent, err)
+	return st, err
+}
+
+// attempts sends the call, retrying where the policy and the call allow.
+// Only this loop decides retries: the transport is kept from replaying
+// requests on its own (see send), so the attempts the upstream sees are the
+// ones counted here, the observer is told of, and the policy allows.
+func (c *Client) attempts(ctx context.Context, cl call, keep *capture, newEnv func() answerEnvelope) (callStats, error) {
 	var st callStats
 	key, ok := APIKeyFrom(ctx)
 	if !ok {
@@ -271,8 +308,8 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 			return st, refuse(cl.op, why)
 		}
 	}
-	var body []byte
-	if cl.body != nil {
+	body := cl.encoded
+	if cl.body != nil && body == nil {
 		var err error
 		if body, err = json.Marshal(cl.body); err != nil {
 			return st, &Error{Op: cl.op, Code: codeRefused, Message: "encode body", Err: err}
@@ -285,7 +322,7 @@ func (c *Client) run(ctx context.Context, cl call, newEnv func() answerEnvelope)
 		rawURL += "?" + cl.query.Encode()
 	}
 	a := attempt{cl: &cl, rawURL: rawURL, key: key, body: body, caller: maphash.String(c.seed, key),
-		scrub: newScrubber(key, c.base.Host)}
+		scrub: newScrubber(key, c.base.Host), keep: keep}
 	retryable := cl.safe || cl.idempotent || cl.idempotencyKey != ""
 	if err := ctx.Err(); err != nil {
 		return st, &Error{Op: cl.op, Code: codeNoResponse, Message: "the caller gave up before sending",
@@ -350,6 +387,7 @@ type attempt struct {
 	body   []byte
 	caller uint64 // the keyed hash of key that names the caller to its breaker
 	scrub  scrubber
+	keep   *capture // keeps the answer's bytes, for the cache; nil: not kept
 }
 
 // attempt makes one attempt through the in-flight bound and the circuit
@@ -375,14 +413,15 @@ func (c *Client) attempt(ctx context.Context, a *attempt, env answerEnvelope) (o
 	}
 	reqCtx := ctx
 	var done func(AttemptResult)
-	info := Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: a.n, ServerAddress: c.serverHost, ServerPort: c.serverPort}
+	info := Attempt{Op: cl.op, Method: cl.method, Route: cl.route, Number: a.n, ServerAddress: c.serverHost, ServerPort: c.serverPort,
+		Cache: cl.cache}
 	if c.observer != nil {
 		if reqCtx, done = c.observer(keylessContext{ctx}, info); reqCtx == nil {
 			reqCtx = ctx
 		}
 	}
 	start := time.Now()
-	o, err := c.send(reqCtx, cl, a.rawURL, a.key, a.body, env, a.scrub)
+	o, err := c.send(reqCtx, cl, a, env)
 	o.class = classify(ctx, err, &o)
 	if a.n == 1 && o.class != ClassLocal {
 		c.retryQuota.deposit() // a first attempt that the upstream could see
@@ -471,7 +510,8 @@ type wireTrace struct {
 }
 
 // send makes one attempt and decodes a success answer into env.
-func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []byte, env answerEnvelope, sc scrubber) (outcome, error) {
+func (c *Client) send(ctx context.Context, cl *call, a *attempt, env answerEnvelope) (outcome, error) {
+	rawURL, key, body, sc := a.rawURL, a.key, a.body, a.scrub
 	var o outcome
 	tr := new(wireTrace)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -525,7 +565,12 @@ func (c *Client) send(ctx context.Context, cl *call, rawURL, key string, body []
 	}
 	reqID := sc.requestID(resp.Header.Get("X-Request-Id"))
 	o.reqID = reqID
-	br := &prefixReader{r: io.LimitReader(resp.Body, maxSuccessBody)}
+	var src io.Reader = resp.Body
+	if a.keep != nil {
+		a.keep.reset()
+		src = io.TeeReader(resp.Body, a.keep)
+	}
+	br := &prefixReader{r: io.LimitReader(src, maxSuccessBody)}
 	err = decodeAnswer(br, env)
 	if br.err != nil {
 		// The answer broke off (dropped connection, timeout, cancellation):

@@ -101,6 +101,11 @@ type Attempt struct {
 	// (Client.Server), for the spans' server.address and server.port.
 	ServerAddress string
 	ServerPort    int
+	// Cache is the call's cache outcome: CacheMiss or CacheRefresh for an
+	// attempt sent; CacheHit or CacheStale for a call answered from the
+	// cache, observed as an attempt numbered 0 that sent nothing; "" when
+	// the cache does not keep the operation, or there is none.
+	Cache string
 }
 
 // AttemptResult is the outcome of an attempt.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +111,21 @@ type Config struct {
 	// limit), across every replica with RedisURL.
 	RateLimit int
 
+	// Cache keeps the upstream's read answers across requests
+	// (docs/caching.md): in process, and in Redis with RedisURL.
+	Cache bool
+	// CacheTTL is how long each operation's answers stay fresh
+	// (upstream.ParseCacheTTL; 0 leaves one uncached).
+	CacheTTL map[string]time.Duration
+	// CacheStaleIfError is how long past its TTL an entry may answer when
+	// the upstream fails (0: never).
+	CacheStaleIfError time.Duration
+	// CacheMaxBytes bounds the entries held in process.
+	CacheMaxBytes int64
+	// KeyRecheck is how long the upstream's last acceptance of a key lets
+	// the key be served from the cache.
+	KeyRecheck time.Duration
+
 	// Version makes the binary print its build information and exit.
 	Version bool
 	// HealthCheck makes the binary ask the gateway listening on AdminListen
@@ -146,6 +163,10 @@ const (
 	defaultLogFormat     = "auto"
 	// corsLocalhost is the CORSOrigins entry for loopback origins.
 	corsLocalhost = "localhost"
+	// The cache's defaults (docs/caching.md).
+	DefaultCacheStaleIfError = 10 * time.Minute
+	DefaultCacheMaxBytes     = 64 << 20
+	DefaultKeyRecheck        = 30 * time.Second
 )
 
 // DefaultCORSAllowedHeaders are the request headers browsers may send by
@@ -202,6 +223,18 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.StringVar(&c.AdminListen, "admin-listen", "", "`address` of a second listener for /metrics, /debug/pprof/ and the health endpoints, which then leave -listen; empty: off")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "`URL` (redis://host:port/db) of the Redis that keeps persisted queries and the rate limit for every replica; empty: in memory")
 	fs.IntVar(&c.RateLimit, "rate-limit", 0, "requests a second each API key may make (requests without a key share one allowance), across replicas with -redis-url (0: no limit)")
+	c.Cache = true
+	fs.Var(onOff{&c.Cache}, "cache", "on or off: keep the upstream's read answers across requests, private to each API key, evicted by writes (docs/caching.md)")
+	fs.Want("cache", "on or off")
+	c.CacheTTL = upstream.DefaultCacheTTL
+	fs.Var(ttlList{&c.CacheTTL}, "cache-ttl", "how long answers stay fresh: op=duration,… (an operation, or explorer or budgets for all of theirs) over the defaults, or one duration for all (0: not cached); "+
+		"default listBudgets=30s, getBudget, getBudgetActuals, getBudgetPlanning and listScheduledNotifications 1m, the others 5m")
+	fs.Want("cache-ttl", "a duration such as 30s, or op=duration pairs such as listBudgets=30s,explorer=5m")
+	fs.DurationVar(&c.CacheStaleIfError, "cache-stale-if-error", DefaultCacheStaleIfError, "how long past its TTL a cached answer may still be served when the upstream fails (0: never)")
+	c.CacheMaxBytes = DefaultCacheMaxBytes
+	fs.Var(byteSize{&c.CacheMaxBytes}, "cache-max-bytes", "`bound` of the in-process cache: bytes with an optional unit such as 64MiB")
+	fs.Want("cache-max-bytes", "a size such as 64MiB")
+	fs.DurationVar(&c.KeyRecheck, "key-recheck", DefaultKeyRecheck, "how long the upstream's last acceptance of an API key lets it be served from the cache; a revoked key reads nothing cached past it")
 	fs.BoolVar(&c.Version, "version", false, "print the build information and exit")
 	fs.BoolVar(&c.HealthCheck, "healthcheck", false, "GET /healthz of the gateway at -admin-listen, or -listen without one, on loopback; exit 0 if it answers 200, else 1")
 	fs.Action("version", "healthcheck")
@@ -284,6 +317,15 @@ func (c Config) validate() error {
 			errs.Addf("redis-url", c.RedisURL, "want a URL such as redis://localhost:6379/0")
 		}
 	}
+	if c.CacheStaleIfError < 0 {
+		errs.Addf("cache-stale-if-error", c.CacheStaleIfError, "want 0 (never) or a positive duration such as 10m")
+	}
+	if c.CacheMaxBytes <= 0 {
+		errs.Addf("cache-max-bytes", c.CacheMaxBytes, "want a positive size such as 64MiB")
+	}
+	if c.KeyRecheck <= 0 {
+		errs.Addf("key-recheck", c.KeyRecheck, "want a positive duration such as 30s")
+	}
 	if c.OnlyPersisted && c.PersistedDocuments == "" {
 		errs.Addf("only-persisted", true, "want -persisted-documents too: there would be nothing to run")
 	}
@@ -364,7 +406,8 @@ func (l *originList) Set(s string) error {
 // gcSettings resolves the Auto values of GCPercent and MemoryLimit.
 // The automatic memory limit is autoLimitBase and autoLimitPerRequest for
 // each request RequestsInFlight lets in at once (72 MiB at the default 32),
-// none when they are not bounded (0, or more than maxAutoLimitRequests).
+// and CacheMaxBytes when the cache is on; none when requests are not
+// bounded (0, or more than maxAutoLimitRequests).
 // The automatic target is autoGCPercent under a memory limit, the runtime's
 // 100 without one: without a limit nothing would bound the heap at five
 // times what is live.
@@ -374,6 +417,9 @@ func (c Config) gcSettings() (percent int, limit int64) {
 		limit = 0
 		if n := c.RequestsInFlight; n > 0 && n <= maxAutoLimitRequests {
 			limit = autoLimitBase + int64(n)*autoLimitPerRequest
+			if c.Cache {
+				limit += c.CacheMaxBytes
+			}
 		}
 	}
 	if percent == Auto {
@@ -427,15 +473,7 @@ func (m memoryLimit) String() string {
 	if *m.n == Auto {
 		return "auto"
 	}
-	if *m.n == 0 {
-		return "0"
-	}
-	for _, u := range memoryUnits {
-		if *m.n%u.factor == 0 {
-			return strconv.FormatInt(*m.n/u.factor, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(*m.n, 10)
+	return formatSize(*m.n)
 }
 
 func (m memoryLimit) Set(s string) error {
@@ -443,6 +481,17 @@ func (m memoryLimit) Set(s string) error {
 		*m.n = Auto
 		return nil
 	}
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*m.n = n
+	return nil
+}
+
+// parseSize reads a number of bytes with an optional unit (B, KiB, MiB,
+// GiB, TiB).
+func parseSize(s string) (int64, error) {
 	factor := int64(1)
 	for _, u := range memoryUnits {
 		if strings.HasSuffix(s, u.suffix) {
@@ -452,8 +501,92 @@ func (m memoryLimit) Set(s string) error {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt64/factor {
-		return errors.New("not a size")
+		return 0, errors.New("not a size")
 	}
-	*m.n = n * factor
+	return n * factor, nil
+}
+
+// formatSize writes n bytes in the largest unit that divides it.
+func formatSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	for _, u := range memoryUnits {
+		if n%u.factor == 0 {
+			return strconv.FormatInt(n/u.factor, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// byteSize is the value of a flag of a size in bytes.
+type byteSize struct{ n *int64 }
+
+func (b byteSize) String() string {
+	if b.n == nil {
+		return ""
+	}
+	return formatSize(*b.n)
+}
+
+func (b byteSize) Set(s string) error {
+	n, err := parseSize(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	*b.n = n
+	return nil
+}
+
+// onOff is the value of a flag that is on or off.
+type onOff struct{ v *bool }
+
+func (o onOff) String() string {
+	switch {
+	case o.v == nil:
+		return ""
+	case *o.v:
+		return "on"
+	}
+	return "off"
+}
+
+func (o onOff) Set(s string) error {
+	switch strings.TrimSpace(s) {
+	case "on":
+		*o.v = true
+	case "off":
+		*o.v = false
+	default:
+		return errors.New("not on or off")
+	}
+	return nil
+}
+
+// ttlList is the value of -cache-ttl (upstream.ParseCacheTTL).
+type ttlList struct{ m *map[string]time.Duration }
+
+// String is "" for the defaults, which the flag's usage states.
+func (t ttlList) String() string {
+	if t.m == nil || *t.m == nil || maps.Equal(*t.m, upstream.DefaultCacheTTL) {
+		return ""
+	}
+	ops := make([]string, 0, len(*t.m))
+	for op := range *t.m {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for i, op := range ops {
+		ops[i] = op + "=" + (*t.m)[op].String()
+	}
+	return strings.Join(ops, ",")
+}
+
+func (t ttlList) Set(s string) error {
+	m, err := upstream.ParseCacheTTL(s)
+	if err != nil {
+		return err
+	}
+	*t.m = m
 	return nil
 }

@@ -23,12 +23,34 @@ import (
 
 // withInfo gives every request the graph.Info its access line, metrics and
 // span read: the GraphQL endpoint fills it, the upstream client's observer
-// counts calls into it.
-func withInfo(next http.Handler) http.Handler {
+// counts calls into it. With the cache on, it also gets the cache's
+// counters (extensions.cache), and a request that asks for fresh data
+// (noCache) reads nothing from the cache.
+func withInfo(cache bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, _ := graph.WithInfo(upstream.WithLogScope(r.Context()))
+		if cache {
+			ctx, _ = upstream.WithCacheStats(ctx)
+			if noCache(r.Header) {
+				ctx = upstream.WithCacheRefresh(ctx)
+			}
+		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// noCache reports whether the request's Cache-Control asks for an answer
+// from the origin: no-cache, or max-age=0 (a browser's reload).
+func noCache(h http.Header) bool {
+	for _, v := range h.Values("Cache-Control") {
+		for d := range strings.SplitSeq(v, ",") {
+			d = strings.ToLower(strings.TrimSpace(d))
+			if d == "no-cache" || d == "max-age=0" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // infoAttrs are the access line's GraphQL operation name, number of
@@ -51,7 +73,10 @@ func infoAttrs(r *http.Request) []slog.Attr {
 // toward its request's Info (the access line, extensions.cost), and, when
 // they are on, gets its span and its metrics.
 func (in *instruments) observe(ctx context.Context, a upstream.Attempt) (context.Context, func(upstream.AttemptResult)) {
-	graph.CountUpstreamCall(ctx)
+	fromCache := a.Cache == upstream.CacheHit || a.Cache == upstream.CacheStale
+	if !fromCache {
+		graph.CountUpstreamCall(ctx)
+	}
 	var endSpan func(upstream.AttemptResult)
 	if in.tracing.Enabled() && a.Op != upstream.OpPing { // probes make no traces
 
@@ -61,7 +86,7 @@ func (in *instruments) observe(ctx context.Context, a upstream.Attempt) (context
 		return ctx, nil
 	}
 	return ctx, func(r upstream.AttemptResult) {
-		if in.metrics != nil {
+		if in.metrics != nil && !fromCache {
 			in.metrics.UpstreamAttempt(r)
 		}
 		if endSpan != nil {

@@ -127,6 +127,25 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		upstreamURL = "http://" + simLn.Addr().String()
 	}
 
+	// Shared state: in Redis when -redis-url is set, else in memory.
+	var apqStore graphql.Cache[string]
+	var limiter sharedstate.Limiter
+	var sharedCache upstream.SharedCache
+	if cfg.RedisURL != "" {
+		rdb, err := sharedstate.Open(ctx, cfg.RedisURL)
+		if err != nil {
+			return fmt.Errorf("-redis-url: %w", err)
+		}
+		defer rdb.Close()
+		apqStore = sharedstate.NewAPQ(rdb, log)
+		if cfg.RateLimit > 0 {
+			limiter = sharedstate.NewRedisLimiter(rdb, cfg.RateLimit, log)
+		}
+		sharedCache = sharedstate.NewCache(rdb, log)
+	} else if cfg.RateLimit > 0 {
+		limiter = sharedstate.NewMemoryLimiter(cfg.RateLimit)
+	}
+
 	inst := &instruments{tracing: tracing}
 	base := upstream.NewTransport()
 	base.ResponseHeaderTimeout = cfg.UpstreamTimeout
@@ -142,6 +161,14 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	if tracing.Enabled() {
 		opts = append(opts, upstream.WithRequestHeaders(tracing.Inject))
 	}
+	var cache *upstream.Cache
+	if cfg.Cache {
+		if cache, err = upstream.NewCache(upstream.CacheConfig{TTL: cfg.CacheTTL, StaleIfError: cfg.CacheStaleIfError,
+			MaxBytes: cfg.CacheMaxBytes, KeyRecheck: cfg.KeyRecheck, Shared: sharedCache, Logger: log}); err != nil {
+			return err
+		}
+		opts = append(opts, upstream.WithCache(cache))
+	}
 	client, err := upstream.NewClient(upstreamURL, opts...)
 	if err != nil {
 		return err
@@ -150,6 +177,9 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		inst.metrics = telemetry.NewMetrics(client.BreakersOpen)
 		bi := readBuildInfo()
 		inst.metrics.SetBuildInfo(bi.Version, bi.Revision, bi.Go)
+		if cache != nil {
+			inst.metrics.WatchCache(cache.Stats)
+		}
 	}
 	readyz := newReadiness(client.Ping, min(readinessTimeout, cfg.UpstreamTimeout), log)
 
@@ -159,23 +189,6 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 			return fmt.Errorf("-persisted-documents: %w", err)
 		}
 		log.Info("trusted documents", "file", cfg.PersistedDocuments, "documents", len(trusted), "only_persisted", cfg.OnlyPersisted)
-	}
-
-	// Shared state: in Redis when -redis-url is set, else in memory.
-	var apqStore graphql.Cache[string]
-	var limiter sharedstate.Limiter
-	if cfg.RedisURL != "" {
-		rdb, err := sharedstate.Open(ctx, cfg.RedisURL)
-		if err != nil {
-			return fmt.Errorf("-redis-url: %w", err)
-		}
-		defer rdb.Close()
-		apqStore = sharedstate.NewAPQ(rdb, log)
-		if cfg.RateLimit > 0 {
-			limiter = sharedstate.NewRedisLimiter(rdb, cfg.RateLimit, log)
-		}
-	} else if cfg.RateLimit > 0 {
-		limiter = sharedstate.NewMemoryLimiter(cfg.RateLimit)
 	}
 
 	gopts := graph.Options{
@@ -231,7 +244,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	srv := &http.Server{
 		Handler: httpx.Recover(log, inst.internalError,
 			httpx.RequestID(
-				withInfo(
+				withInfo(cfg.Cache,
 					tracing.Handler(
 						httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: probePaths, Attrs: infoAttrs},
 							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,

@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/costgw/gateway/graph/limits"
+	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
 	"github.com/costgw/gateway/web/playground"
 )
@@ -52,6 +53,11 @@ func defaults() Config {
 		CallerRefusals:     DefaultCallerRefusals,
 		GCPercent:          Auto,
 		MemoryLimit:        Auto,
+		Cache:              true,
+		CacheTTL:           upstream.DefaultCacheTTL,
+		CacheStaleIfError:  10 * time.Minute,
+		CacheMaxBytes:      64 << 20,
+		KeyRecheck:         30 * time.Second,
 	}
 }
 
@@ -916,7 +922,7 @@ func TestCallerInFlight(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-live-admission-do-not-log"
 	s, up := simUpstream(t, sim.Options{})
-	gw := startGateway(t, nil, "-upstream", up.URL, "-caller-in-flight", "1")
+	gw := startGateway(t, nil, "-upstream", up.URL, "-caller-in-flight", "1", "-cache", "off")
 	const q = `{ budgets(first: 1) { nodes { name } } }`
 	for _, key := range []string{sim.DemoKey, sim.OtherOrgKey} {
 		// Once each, so that the upstream has accepted the key.

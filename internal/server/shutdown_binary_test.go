@@ -69,7 +69,7 @@ func TestBinarySIGTERM(t *testing.T) {
 
 	s, up := simUpstream(t, sim.Options{Latency: sim.Latency{Fixed: 300 * time.Millisecond}})
 	// Every request in flight at once (the default bound would queue some).
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-upstream", up.URL, "-requests-in-flight", "64")
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-upstream", up.URL, "-requests-in-flight", "64", "-cache", "off")
 	cmd.Env = environ("COSTGW_PLAYGROUND=false")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

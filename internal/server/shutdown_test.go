@@ -98,7 +98,7 @@ func TestGracefulShutdown(t *testing.T) {
 	const n = 50
 	// Every request in flight at once, so that all n are at the upstream
 	// when the shutdown begins (the default bound would queue some).
-	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug", "-requests-in-flight", strconv.Itoa(n))
+	gw := startGateway(t, nil, "-upstream", up.URL, "-log-level", "debug", "-requests-in-flight", strconv.Itoa(n), "-cache", "off")
 
 	results := sendInFlight(t, gw.url, n)
 	// A request is in flight once the upstream has its first call. The

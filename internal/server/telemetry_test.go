@@ -90,7 +90,7 @@ func TestMetrics(t *testing.T) {
 		opName = "SecretOperationName"
 	)
 	s, up := simUpstream(t, sim.Options{})
-	gw := startGateway(t, nil, "-upstream", up.URL, "-admin-listen", "127.0.0.1:0")
+	gw := startGateway(t, nil, "-upstream", up.URL, "-admin-listen", "127.0.0.1:0", "-cache", "off")
 	admin := gw.adminURL(t)
 
 	list := `query ` + opName + ` { budgets(first: 2) { nodes { id name } } }`

@@ -339,7 +339,7 @@ func TestTraceRetries(t *testing.T) {
 // sample while still passing the trace on.
 func TestTraceSampling(t *testing.T) {
 	t.Parallel()
-	tr := startTracedGateway(t, sim.Options{})
+	tr := startTracedGateway(t, sim.Options{}, "-cache", "off") // each request sends its call
 	const query = `query One { budgets(first: 1) { nodes { name } } }`
 
 	post(t, tr.gw.url, sim.DemoKey, "", query)

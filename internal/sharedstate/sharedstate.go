@@ -29,11 +29,13 @@ package sharedstate
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,4 +229,117 @@ func (l *MemoryLimiter) Allow(_ context.Context, key string) (bool, time.Duratio
 		return false, d
 	}
 	return true, 0
+}
+
+// Prefixes of the cache's Redis keys.
+const (
+	cachePrefix = "costgw:cache:"
+	tagPrefix   = "costgw:tag:"
+	epochKey    = "costgw:epoch"
+)
+
+// Cache is the Redis store of the upstream answer cache
+// (upstream.SharedCache): entries under their hash, and the versions of
+// what writes changed, which every replica reads before it serves an entry
+// that depends on them. A Redis error is returned: the cache then serves
+// nothing it could not check, and calls the upstream.
+type Cache struct {
+	rdb  *redis.Client
+	fail *failures
+}
+
+// NewCache returns the cache store in rdb.
+func NewCache(rdb *redis.Client, log *slog.Logger) *Cache {
+	return &Cache{rdb: rdb, fail: &failures{use: "cache", log: log}}
+}
+
+func (c *Cache) failed(ctx context.Context, err error) error {
+	c.fail.report(ctx, err)
+	return err
+}
+
+// Get implements upstream.SharedCache.
+func (c *Cache) Get(ctx context.Context, key string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	v, err := c.rdb.Get(ctx, cachePrefix+key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, c.failed(ctx, err)
+	}
+	return v, nil
+}
+
+// Set implements upstream.SharedCache.
+func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	if err := c.rdb.Set(ctx, cachePrefix+key, value, ttl).Err(); err != nil {
+		return c.failed(ctx, err)
+	}
+	return nil
+}
+
+// Versions implements upstream.SharedCache. The epoch is a random value
+// that lives as long as the Redis data does: a Redis that lost its data
+// (restarted without persistence, flushed) gets a new one, and entries
+// recorded before do not match it.
+func (c *Cache) Versions(ctx context.Context, tags []string) (string, []uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	keys := make([]string, 1+len(tags))
+	keys[0] = epochKey
+	for i, t := range tags {
+		keys[1+i] = tagPrefix + t
+	}
+	vals, err := c.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return "", nil, c.failed(ctx, err)
+	}
+	epoch, _ := vals[0].(string)
+	if epoch == "" {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		// SetArgs with Get returns the epoch another replica set first.
+		prev, err := c.rdb.SetArgs(ctx, epochKey, hex.EncodeToString(b), redis.SetArgs{Mode: "NX", Get: true}).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			epoch = hex.EncodeToString(b)
+		case err != nil:
+			return "", nil, c.failed(ctx, err)
+		default:
+			epoch = prev
+		}
+	}
+	vers := make([]uint64, len(tags))
+	for i, v := range vals[1:] {
+		if s, ok := v.(string); ok {
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return "", nil, fmt.Errorf("cache tag %q holds %q, not a version", tags[i], s)
+			}
+			vers[i] = n
+		}
+	}
+	return epoch, vers, nil
+}
+
+// Bump implements upstream.SharedCache: one round trip, each tag
+// incremented and kept for keep.
+func (c *Cache) Bump(ctx context.Context, tags []string, keep time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, t := range tags {
+			p.Incr(ctx, tagPrefix+t)
+			p.PExpire(ctx, tagPrefix+t, keep)
+		}
+		return nil
+	})
+	if err != nil {
+		return c.failed(ctx, err)
+	}
+	return nil
 }

@@ -195,3 +195,52 @@ func (m *Metrics) Paced(kind string) { m.paced.WithLabelValues(kind).Inc() }
 
 // Panic records a recovered panic.
 func (m *Metrics) Panic(where string) { m.panics.WithLabelValues(where).Inc() }
+
+// WatchCache registers the counters of the upstream answer cache, read at
+// each scrape: lookups by operation and result (hit, miss, stale),
+// evictions by operation and reason (write, size), and the bytes held by
+// operation.
+func (m *Metrics) WatchCache(stats func() map[string]upstream.CacheOpStats) {
+	m.Registry.MustRegister(cacheCollector{stats})
+}
+
+var (
+	cacheLookupsDesc = prometheus.NewDesc("costgw_upstream_cache_lookups_total",
+		"Upstream reads looked up in the cache, by operation and result: hit (served, nothing sent), miss (sent), stale (the refresh failed; served past its TTL).",
+		[]string{"operation", "result"}, nil)
+	cacheEvictionsDesc = prometheus.NewDesc("costgw_upstream_cache_evictions_total",
+		"Cache entries dropped before their time, by operation and reason: write (a write changed what they hold), size (the in-process bound).",
+		[]string{"operation", "reason"}, nil)
+	cacheBytesDesc = prometheus.NewDesc("costgw_upstream_cache_bytes",
+		"Bytes the in-process cache holds, by operation.", []string{"operation"}, nil)
+)
+
+type cacheCollector struct {
+	stats func() map[string]upstream.CacheOpStats
+}
+
+func (c cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- cacheLookupsDesc
+	ch <- cacheEvictionsDesc
+	ch <- cacheBytesDesc
+}
+
+func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	for op, s := range c.stats() {
+		for _, v := range []struct {
+			d      *prometheus.Desc
+			t      prometheus.ValueType
+			n      int64
+			labels []string
+		}{
+			{cacheLookupsDesc, prometheus.CounterValue, s.Hits, []string{op, "hit"}},
+			{cacheLookupsDesc, prometheus.CounterValue, s.Misses, []string{op, "miss"}},
+			{cacheLookupsDesc, prometheus.CounterValue, s.Stale, []string{op, "stale"}},
+			{cacheEvictionsDesc, prometheus.CounterValue, s.EvictedByWrite, []string{op, "write"}},
+			{cacheEvictionsDesc, prometheus.CounterValue, s.EvictedBySize, []string{op, "size"}},
+			{cacheBytesDesc, prometheus.GaugeValue, s.Bytes, []string{op}},
+		} {
+			ch <- prometheus.MustNewConstMetric(v.d, v.t, float64(v.n), v.labels...)
+		}
+	}
+}

@@ -439,9 +439,13 @@ func (t *Tracing) Upstream(ctx context.Context, a upstream.Attempt) (context.Con
 		attribute.String("http.request.method", a.Method),
 		attribute.String("url.template", a.Route),
 		attribute.String("costgw.upstream.operation", a.Op),
-		attribute.Int("http.request.resend_count", a.Number-1))
+		attribute.Int("http.request.resend_count", max(a.Number-1, 0)))
 	if a.ServerAddress != "" {
 		span.SetAttributes(attribute.String("server.address", a.ServerAddress), attribute.Int("server.port", a.ServerPort))
+	}
+	if a.Cache != "" {
+		// hit and stale: served from the gateway's cache, nothing sent.
+		span.SetAttributes(attribute.String("costgw.cache.result", a.Cache))
 	}
 	return ctx, func(r upstream.AttemptResult) {
 		if r.Status != 0 {
