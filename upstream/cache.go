@@ -184,14 +184,14 @@ func cachedOps() string {
 
 // Bounds of the cache.
 const (
-	// maxEntryBytes is the largest answer worth caching: a page of 200
-	// budgets is about 150 KB.
+	// maxEntryBytes is the largest answer worth caching: a page of 200 of
+	// the simulator's budgets is 86 KB.
 	maxEntryBytes = 1 << 20
 	// entryOverhead is what an entry holds beyond its answer's bytes.
-	entryOverhead = 512
+	entryOverhead = 1024
 	// decodedFactor is how much more a decoded answer holds than its JSON
 	// text (measured in TestCacheBytesBound).
-	decodedFactor = 2
+	decodedFactor = 5
 	// maxKeys bounds the keys whose acceptance and organization the cache
 	// remembers; a key forgotten is checked again.
 	maxKeys = 100_000
@@ -500,7 +500,7 @@ func (ca *Cache) answered(ctx context.Context, sent time.Time, err error) {
 	}
 	switch {
 	case err == nil:
-		if sent.After(ks.refused) && sent.After(ks.accepted) {
+		if !sent.Before(ks.refused) && sent.After(ks.accepted) {
 			ks.accepted = sent
 		}
 	case errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden):
