@@ -171,9 +171,10 @@ const (
 
 // DefaultCORSAllowedHeaders are the request headers browsers may send by
 // default: the key, the media types, the request id, W3C trace context and
-// baggage, Sentry's trace header, and Apollo's client identification.
+// baggage, Sentry's trace header, Apollo's client identification, and
+// Cache-Control (no-cache reads nothing from the answer cache).
 var DefaultCORSAllowedHeaders = []string{"Authorization", "Content-Type", "Accept", "X-Request-Id", "traceparent",
-	"tracestate", "baggage", "sentry-trace", "apollographql-client-name", "apollographql-client-version"}
+	"tracestate", "baggage", "sentry-trace", "apollographql-client-name", "apollographql-client-version", "Cache-Control"}
 
 // envPrefix starts the name of every environment variable of the gateway.
 const envPrefix = "COSTGW"

@@ -1,5 +1,6 @@
 // Package sharedstate is what the gateway's replicas share: the store of
-// automatic persisted queries and the per-key rate limit. With a Redis URL
+// automatic persisted queries, the per-key rate limit, and the answer
+// cache's entries and tag versions (Cache). With a Redis URL
 // they live in Redis (github.com/redis/go-redis/v9, and the GCRA limiter of
 // github.com/go-redis/redis_rate/v10), so a query registered on one replica
 // is served by the others and a key's rate holds across all of them;
@@ -20,7 +21,9 @@
 //     Redis is back (go-redis tries a refusing Redis again every second);
 //   - the rate limit allows the request: no key is limited while Redis is
 //     down, since a Redis outage must not take the gateway down with it,
-//     and the upstream's own throttling still holds.
+//     and the upstream's own throttling still holds;
+//   - the answer cache fails closed instead: it serves no entry whose
+//     versions it could not read, and calls the upstream (docs/caching.md).
 //
 // The bearer key never reaches Redis: the rate limit keys on its SHA-256.
 // TestRedisTwoReplicas in internal/server checks all of this with two
