@@ -18,17 +18,6 @@ import (
 // timeout does.
 const deadlineGrace = time.Second
 
-// overdue counts the handlers running on after the guard answered their
-// request in their place (Overdue).
-var overdue atomic.Int64
-
-// Overdue reports how many handlers of this process are running on after
-// their request was answered 504 REQUEST_TIMEOUT in their place: they end
-// when they notice their context has ended, and their client has its whole
-// answer already, so a graceful shutdown need not wait for them
-// (internal/httpx's Serve).
-func Overdue() int64 { return overdue.Load() }
-
 // guardDeadline makes the request's deadline hold for all its work, parsing
 // and validation included, which do not look at the context: a request
 // whose answer has not started by its deadline (plus deadlineGrace) is
@@ -41,18 +30,18 @@ func Overdue() int64 { return overdue.Load() }
 // the timeout's answer is written from the timer's. The request's access
 // line, span and metrics are written when the handler ends, with the 504
 // that was sent; a graceful shutdown does not wait for such a handler
-// (Overdue). The handler does not run on a goroutine of its own so that
+// (Options.Overdue counts them). The handler does not run on a goroutine of its own so that
 // the guard could return at the deadline: that hand-off costs every request
 // its CPU (docs/performance.md, the tenth pass), to get back a connection
 // that a client told Connection: close does not use again.
-func guardDeadline(log *slog.Logger, next http.Handler) http.Handler {
+func guardDeadline(log *slog.Logger, overdue *atomic.Int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, ok := r.Context().Deadline()
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		gw := &guardedWriter{w: w, h: w.Header().Clone()}
+		gw := &guardedWriter{w: w, h: w.Header().Clone(), overdue: overdue}
 		timer := time.AfterFunc(time.Until(dl)+deadlineGrace, func() { gw.answerLate(r) })
 		defer func() {
 			timer.Stop()
@@ -80,6 +69,7 @@ type guardedWriter struct {
 	wroteHeader bool
 	timedOut    bool // the guard answered in the handler's place
 	finished    bool // the handler has returned
+	overdue     *atomic.Int64
 }
 
 // answerLate answers 504 REQUEST_TIMEOUT in the handler's place, unless
@@ -92,7 +82,7 @@ func (g *guardedWriter) answerLate(r *http.Request) {
 		return
 	}
 	g.timedOut = true
-	overdue.Add(1)
+	g.overdue.Add(1)
 	g.w.Header().Set("Connection", "close")
 	// What the client gets is the outcome, even when the executor had
 	// recorded its own before the handler could write it.
@@ -110,7 +100,7 @@ func (g *guardedWriter) finish() (timedOut bool) {
 	defer g.mu.Unlock()
 	g.finished = true
 	if g.timedOut {
-		overdue.Add(-1)
+		g.overdue.Add(-1)
 	}
 	return g.timedOut
 }

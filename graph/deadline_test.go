@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestDeadlineCoversWorkThatIgnoresTheContext(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	wrote := make(chan error, 1)
-	guard := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	guard := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release // busy, deaf to its context
 		w.Header().Set("X-Late", "1")
 		_, err := io.WriteString(w, `{"data":"late"}`)
@@ -77,7 +78,8 @@ func TestDeadlineCoversWorkThatIgnoresTheContext(t *testing.T) {
 func TestShutdownLeavesAnsweredHandlers(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	guard := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var overdue atomic.Int64
+	guard := guardDeadline(slog.New(slog.DiscardHandler), &overdue, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release // deaf to its context until the test ends
 	}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -88,7 +90,7 @@ func TestShutdownLeavesAnsweredHandlers(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- httpx.Serve(ctx, srv, ln, 200*time.Millisecond, slog.New(slog.DiscardHandler), Overdue)
+		served <- httpx.Serve(ctx, srv, ln, 200*time.Millisecond, slog.New(slog.DiscardHandler), overdue.Load)
 	}()
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + ln.Addr().String() + "/")
@@ -101,8 +103,8 @@ func TestShutdownLeavesAnsweredHandlers(t *testing.T) {
 	if resp.StatusCode != http.StatusGatewayTimeout {
 		t.Errorf("answer %d, want 504", resp.StatusCode)
 	}
-	if n := Overdue(); n < 1 {
-		t.Errorf("Overdue() = %d with the deaf handler running, want 1 or more", n)
+	if n := overdue.Load(); n != 1 {
+		t.Errorf("%d handlers overdue with the deaf handler running, want 1", n)
 	}
 	stop()
 	if err := <-served; err != nil {
@@ -117,7 +119,7 @@ func TestPanicAfterTheDeadlineIsLogged(t *testing.T) {
 	var logged testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logged, nil))
 	release := make(chan struct{})
-	h := guardDeadline(log, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := guardDeadline(log, new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release
 		panic("late trouble")
 	}))
@@ -147,7 +149,7 @@ func serveOverdue(ctx context.Context, h http.Handler, release chan struct{}) *h
 func TestOutcomeOfALateAnswerIsTheTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	h := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		InfoFrom(r.Context()).answer(nil, json.RawMessage(`{"budget":null}`)) // the executor is done
 		<-release                                                             // and the handler is late to write
 		_, _ = io.WriteString(w, `{"data":{"budget":null}}`)
@@ -168,7 +170,7 @@ func TestOutcomeOfALateAnswerIsTheTimeout(t *testing.T) {
 func TestInterimAnswerDoesNotStartTheAnswer(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	guard := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	guard := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", "</playground.js>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
 		<-release // busy, deaf to its context
@@ -214,7 +216,7 @@ func TestInterimAnswerDoesNotStartTheAnswer(t *testing.T) {
 // handler's context has ended, so it soon does.
 func TestDeadlineLeavesAStartedAnswer(t *testing.T) {
 	t.Parallel()
-	h := guardDeadline(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "part one;")
 		<-r.Context().Done()

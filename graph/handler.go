@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -77,6 +78,12 @@ type Options struct {
 	// allowance of refusals and is paced: kind is keyless, unaccepted or
 	// key (never which key). The endpoint also logs it.
 	OnPaced func(kind string)
+	// Overdue, when not nil, counts the handlers running on after their
+	// request was answered 504 REQUEST_TIMEOUT in their place: they end when
+	// they notice their context has ended, and their client has its whole
+	// answer, so a graceful shutdown need not wait for them (the server
+	// passes its Load to internal/httpx's Serve).
+	Overdue *atomic.Int64
 }
 
 // DefaultMaxBodyBytes is the default request body limit, 512 KiB. The
@@ -150,6 +157,10 @@ func NewHandler(o Options) http.Handler {
 	if lo.OnPanic == nil && o.OnPanic != nil {
 		lo.OnPanic = func() { o.OnPanic("loader") }
 	}
+	overdue := o.Overdue
+	if overdue == nil {
+		overdue = new(atomic.Int64)
+	}
 	adm := newAdmission(o.CallerInFlight, o.InFlight, o.CallerRefusals)
 	adm.onPaced = func(kind string) {
 		log.Warn("a caller is paced: it was refused more than -caller-refusals times a second",
@@ -160,7 +171,7 @@ func NewHandler(o Options) http.Handler {
 	}
 	// The body is read, by the request's deadline, before the request is
 	// admitted: a place bounds work, not a client's I/O (readfirst.go).
-	return noStore(readFirst(maxBody, adm, guardDeadline(log, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
+	return noStore(readFirst(maxBody, adm, guardDeadline(log, overdue, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
 }
 
 // noStore marks every answer of the endpoint as one no cache may keep:

@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -205,6 +206,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		CallerInFlight:   cfg.CallerInFlight,
 		InFlight:         cfg.RequestsInFlight,
 		CallerRefusals:   cfg.CallerRefusals,
+		Overdue:          new(atomic.Int64),
 	}
 	if inst.metrics != nil {
 		gopts.OnPanic, gopts.OnCacheLookup, gopts.OnPaced = inst.metrics.Panic, inst.metrics.CacheLookup, inst.metrics.Paced
@@ -291,16 +293,16 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	// Every request is answered by its deadline and a second (graph's
 	// deadline guard), so the grace period only needs to exceed that; a
 	// handler deaf to its deadline may run on after its answer was sent,
-	// and does not hold the shutdown (graph.Overdue).
+	// and does not hold the shutdown (graph.Options.Overdue).
 	grace := cfg.RequestTimeout + 5*time.Second
 	if adminLn == nil {
-		return httpx.Serve(ctx, srv, ln, grace, log, graph.Overdue)
+		return httpx.Serve(ctx, srv, ln, grace, log, gopts.Overdue.Load)
 	}
 	adminSrv := &http.Server{Handler: adminMux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: graph.MaxHeaderBytes, WriteTimeout: time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	adminDone := make(chan error, 1)
 	go func() { adminDone <- httpx.Serve(ctx, adminSrv, adminLn, grace, slog.New(slog.DiscardHandler), nil) }()
-	err = httpx.Serve(ctx, srv, ln, grace, log, graph.Overdue)
+	err = httpx.Serve(ctx, srv, ln, grace, log, gopts.Overdue.Load)
 	if aerr := <-adminDone; err == nil {
 		err = aerr
 	}
