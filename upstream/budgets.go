@@ -36,11 +36,7 @@ func (s *BudgetsService) idempotencyKey(op string, opts *WriteOptions) (string, 
 
 // List calls listBudgets: GET /v1/budgets.
 func (s *BudgetsService) List(ctx context.Context, opts *ListOptions) (*Page[Budget], error) {
-	p, err := list[Budget](ctx, s.c, ops.ListBudgets, "/v1/budgets", opts)
-	if err == nil && len(p.Data) > 0 {
-		s.c.cache.learnOrg(ctx, p.Data[0].OrganizationID)
-	}
-	return p, err
+	return list[Budget](ctx, s.c, ops.ListBudgets, "/v1/budgets", opts)
 }
 
 // All walks every page of listBudgets.
@@ -79,7 +75,6 @@ func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, err
 	if err != nil {
 		return nil, err
 	}
-	s.c.cache.learnOrg(ctx, w.Budget.OrganizationID)
 	return &w.BudgetDetail, nil
 }
 

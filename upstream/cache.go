@@ -362,11 +362,13 @@ func (ca *Cache) orgOf(kh [32]byte) string {
 // learnOrg records the organization of the key ctx carries, from a record
 // the upstream answered it with.
 func (ca *Cache) learnOrg(ctx context.Context, org string) {
-	key, ok := APIKeyFrom(ctx)
-	if ca == nil || !ok || org == "" {
-		return
+	if key, ok := APIKeyFrom(ctx); ca != nil && ok && org != "" {
+		ca.learn(keyHash(key), org)
 	}
-	kh := keyHash(key)
+}
+
+// learn records org as the organization of the key of kh.
+func (ca *Cache) learn(kh [32]byte, org string) {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	ca.orgs.Add(kh, org)

@@ -120,6 +120,9 @@ func fetchAndKeep[T any](ctx context.Context, c *Client, cl call, ek, kh [32]byt
 	if err != nil {
 		return fetched{}, err
 	}
+	if org := orgOf(env); org != "" {
+		ca.learn(kh, org)
+	}
 	if verr == nil && !keep.over {
 		e := &entry{op: cl.op, env: env, size: int64(len(keep.buf))*decodedFactor + entryOverhead, fetched: sent,
 			tags: tags, epoch: epoch, vers: vers}
@@ -129,6 +132,19 @@ func fetchAndKeep[T any](ctx context.Context, c *Client, cl call, ek, kh [32]byt
 		}
 	}
 	return fetched{env: env, sent: sent}, nil
+}
+
+// orgOf is the organization of the budgets an answer holds, or "".
+func orgOf(env answerEnvelope) string {
+	switch e := env.(type) {
+	case *envelope[[]Budget]:
+		if len(*e.Data) > 0 {
+			return (*e.Data)[0].OrganizationID
+		}
+	case *envelope[budgetDetailWire]:
+		return e.Data.Budget.OrganizationID
+	}
+	return ""
 }
 
 // serveStale answers in place of a failed refresh from stale, when the
