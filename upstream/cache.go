@@ -187,11 +187,14 @@ const (
 	// maxEntryBytes is the largest answer worth caching: a page of 200 of
 	// the simulator's budgets is 86 KB.
 	maxEntryBytes = 1 << 20
-	// entryOverhead is what an entry holds beyond its answer's bytes.
+	// entryOverhead is what an entry holds beyond its decoded answer.
 	entryOverhead = 1024
-	// decodedFactor is how much more a decoded answer holds than its JSON
-	// text (measured in TestCacheBytesBound).
-	decodedFactor = 5
+	// decodedFactor is at most how much more a decoded answer holds than
+	// its JSON text, and historyFactor that of explorerHistory's rows of
+	// small values (TestCacheEntryEstimate measures both: 0.5 to 2.3 times,
+	// and 5.2).
+	decodedFactor = 3
+	historyFactor = 6
 	// maxKeys bounds the keys whose acceptance and organization the cache
 	// remembers; a key forgotten is checked again.
 	maxKeys = 100_000
@@ -211,7 +214,7 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 		ttl:      cfg.TTL,
 		stale:    cfg.StaleIfError,
 		maxBytes: cfg.MaxBytes,
-		maxEntry: int(min(maxEntryBytes, cfg.MaxBytes/(8*decodedFactor))),
+		maxEntry: int(min(maxEntryBytes, cfg.MaxBytes/(8*historyFactor))),
 		recheck:  cfg.KeyRecheck,
 		shared:   cfg.Shared,
 		log:      cmpLogger(cfg.Logger),
@@ -563,6 +566,15 @@ func (ca *Cache) valid(ctx context.Context, e *entry) (bool, error) {
 		return false, err
 	}
 	return epoch == e.epoch && slices.Equal(vers, e.vers), nil
+}
+
+// weight is what an entry of op whose answer had n bytes counts against
+// MaxBytes.
+func weight(op string, n int) int64 {
+	if op == ops.ExplorerHistory {
+		return int64(n)*historyFactor + entryOverhead
+	}
+	return int64(n)*decodedFactor + entryOverhead
 }
 
 // ttlOf is how long an answer of op stays fresh (0: not cached).

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -358,18 +359,91 @@ func TestCacheBytesBound(t *testing.T) {
 	if n := h.calls(t, ctx, ops.ExplorerHistory, history); n != 1 || h.ca.Stats()[ops.ExplorerHistory].Bytes != 0 {
 		t.Errorf("an answer of more than an eighth of the bound was kept")
 	}
-	// The bytes counted are an estimate of the decoded entries: the heap
-	// they hold must be within it. (The simulator's own state shares the
-	// heap, so what the entries hold is measured by dropping them.)
-	held := heapAlloc()
-	h.ca.mu.Lock()
-	n, accounted := h.ca.entries.Len(), h.ca.bytes
-	h.ca.entries.Purge()
-	h.ca.mu.Unlock()
-	if freed := held - heapAlloc(); freed > accounted {
-		t.Errorf("%d entries counted as %d bytes held %d bytes of heap", n, accounted, freed)
+}
+
+// TestCacheEntryEstimate checks that an entry counts at least what its
+// decoded answer holds on the heap, for answers from small to large.
+func TestCacheEntryEstimate(t *testing.T) {
+	h := newCached(t, CacheConfig{})
+	ctx := keyed(sim.DemoKey)
+	id := h.firstBudget(t, sim.DemoKey)
+	q := &ExplorerQuery{DateRange: DateRange{Start: mustDate("2026-01-01"), End: mustDate("2026-01-31")},
+		GroupBy: "product_product_name", CostType: "line_item_unblended_cost", Granularity: "day"}
+	reads := []struct {
+		name   string
+		op     string
+		read   func() error
+		decode func([]byte) answerEnvelope
+	}{
+		{"a page of 200 budgets", ops.ListBudgets, func() error { _, err := h.c.Budgets.List(ctx, &ListOptions{Limit: 200}); return err },
+			decodeAs[[]Budget]},
+		{"a budget", ops.GetBudget, func() error { _, err := h.c.Budgets.Get(ctx, id); return err }, decodeAs[budgetDetailWire]},
+		{"its actuals", ops.GetBudgetActuals, func() error { _, err := h.c.Budgets.Actuals(ctx, id); return err }, decodeAs[BudgetActuals]},
+		{"a summary", ops.ExplorerSummary, func() error { _, err := h.c.Explorer.Summary(ctx, q); return err }, decodeAs[ExplorerSummary]},
+		{"a month's history", ops.ExplorerHistory, func() error { _, err := h.c.Explorer.History(ctx, q); return err }, decodeAs[ExplorerHistory]},
+		{"a month's heatmap", ops.ExplorerHeatmap, func() error { _, err := h.c.Explorer.Heatmap(ctx, q); return err }, decodeAs[ExplorerHeatmap]},
+		{"dimension values", ops.ExplorerDimensionValues, func() error { _, err := h.c.Explorer.DimensionValues(ctx, "product_product_name"); return err },
+			decodeAs[DimensionValues]},
+		{"a page of recommendations", ops.ListRecommendations, func() error { _, err := h.c.Recommendations.List(ctx, &ListOptions{Limit: 200}); return err },
+			decodeAs[[]Recommendation]},
+		{"a page of anomalies", ops.ListAnomalies, func() error { _, err := h.c.Anomalies.List(ctx, &ListOptions{Limit: 200}); return err },
+			decodeAs[[]Anomaly]},
+		{"a page of notifications", ops.ListScheduledNotifications, func() error { _, err := h.c.Notifications.ListScheduled(ctx, &ListOptions{Limit: 200}); return err },
+			decodeAs[[]ScheduledNotification]},
+	}
+	for _, r := range reads {
+		// The answer's bytes, as the shared cache would hold them.
+		var raw []byte
+		ca := h.ca
+		ca.mu.Lock()
+		ca.entries.Purge()
+		ca.mu.Unlock()
+		keepRaw := &rawStore{}
+		ca.shared = keepRaw
+		if err := r.read(); err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		ca.shared = nil
+		raw = keepRaw.last
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			raw = raw[i+1:]
+		}
+		const copies = 200
+		held := make([]answerEnvelope, 0, copies)
+		before := heapAlloc()
+		for range copies {
+			held = append(held, r.decode(raw))
+		}
+		perEntry := (heapAlloc() - before) / copies
+		runtime.KeepAlive(held)
+		counted := weight(r.op, len(raw))
+		t.Logf("%s: %d bytes of JSON, %d held, %d counted", r.name, len(raw), perEntry, counted)
+		if perEntry > counted {
+			t.Errorf("%s: an entry holds %d bytes of heap and counts %d", r.name, perEntry, counted)
+		}
 	}
 }
+
+func decodeAs[T any](raw []byte) answerEnvelope {
+	env := new(envelope[T])
+	if err := decodeAnswer(bytes.NewReader(raw), env); err != nil {
+		panic(err)
+	}
+	return env
+}
+
+// rawStore is a SharedCache that keeps the last value stored.
+type rawStore struct{ last []byte }
+
+func (s *rawStore) Get(context.Context, string) ([]byte, error) { return nil, nil }
+func (s *rawStore) Set(_ context.Context, _ string, v []byte, _ time.Duration) error {
+	s.last = v
+	return nil
+}
+func (s *rawStore) Versions(_ context.Context, tags []string) (string, []uint64, error) {
+	return "", make([]uint64, len(tags)), nil
+}
+func (s *rawStore) Bump(context.Context, []string, time.Duration) error { return nil }
 
 func heapAlloc() int64 {
 	runtime.GC()

@@ -124,7 +124,7 @@ func fetchAndKeep[T any](ctx context.Context, c *Client, cl call, ek, kh [32]byt
 		ca.learn(kh, org)
 	}
 	if verr == nil && !keep.over {
-		e := &entry{op: cl.op, env: env, size: int64(len(keep.buf))*decodedFactor + entryOverhead, fetched: sent,
+		e := &entry{op: cl.op, env: env, size: weight(cl.op, len(keep.buf)), fetched: sent,
 			tags: tags, epoch: epoch, vers: vers}
 		ca.add(ek, e)
 		if ca.shared != nil {
@@ -232,7 +232,7 @@ func loadShared[T any](ctx context.Context, ca *Cache, ek [32]byte) *entry {
 	if decodeAnswer(bytes.NewReader(raw), env) != nil || !env.hasData() {
 		return nil
 	}
-	e := &entry{op: h.Op, env: env, size: int64(len(raw))*decodedFactor + entryOverhead,
+	e := &entry{op: h.Op, env: env, size: weight(h.Op, len(raw)),
 		fetched: time.UnixMilli(h.Fetched), tags: h.Tags, epoch: h.Epoch, vers: h.Vers}
 	if ca.now().Sub(e.fetched) >= ca.ttlOf(e.op)+ca.stale {
 		return nil
