@@ -18,6 +18,7 @@ import (
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/internal/config"
 	"github.com/costgw/gateway/upstream"
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // Config is the gateway's configuration. Every field but the two actions at
@@ -157,6 +158,11 @@ const (
 	// request of the benchmarks held live at most (docs/performance.md).
 	autoLimitBase       = 8 << 20
 	autoLimitPerRequest = 2 << 20
+	// containerFraction of the container's memory is the automatic memory
+	// limit: the rest is for what the runtime does not count (the binary's
+	// pages, C stacks: about 14 MiB) and for a margin before the kernel's
+	// out-of-memory killer.
+	containerFraction = 0.9
 	// maxAutoLimitRequests is where requests in flight stop being a bound
 	// that an automatic limit could follow (2 TiB of it).
 	maxAutoLimitRequests = 1 << 20
@@ -213,7 +219,7 @@ func newFlagSet(c *Config, cors *originList, output io.Writer) *config.FlagSet {
 	fs.Want("gc-percent", "auto, -1 or a percentage such as 100")
 	c.MemoryLimit = Auto
 	fs.Var(memoryLimit{&c.MemoryLimit}, "memory-limit", "soft memory `limit` of the Go runtime, as GOMEMLIMIT: bytes with an optional unit such as 80MiB (0: none); "+
-		"auto: 8 MiB and 2 MiB for each of -requests-in-flight, none if that is 0; GOMEMLIMIT in the environment wins")
+		"auto: 90% of the container's memory limit (cgroup); without one, 8 MiB, 2 MiB for each of -requests-in-flight and -cache-max-bytes, none if -requests-in-flight is 0; GOMEMLIMIT in the environment wins")
 	fs.Want("memory-limit", "auto or a size such as 80MiB, 1GiB or 0")
 	fs.IntVar(&c.CallerInFlight, "caller-in-flight", 0, "most requests of one caller (API key; all requests without a key are one caller) worked on at once, more wait in line (0: no bound)")
 	fs.IntVar(&c.RequestsInFlight, "requests-in-flight", DefaultRequestsInFlight, "most requests worked on at once in all, more wait in line, each caller in turn (0: no bound)")
@@ -299,7 +305,7 @@ func (c Config) validate() error {
 	if c.GCPercent < -1 && c.GCPercent != Auto {
 		errs.Addf("gc-percent", c.GCPercent, "want auto, -1 (off) or a percentage such as 100")
 	}
-	if _, limit := c.gcSettings(); c.GCPercent == -1 && limit == 0 {
+	if _, limit := c.gcSettings(containerMemory()); c.GCPercent == -1 && limit == 0 {
 		errs.Addf("gc-percent", c.GCPercent, "want a -memory-limit too: with neither, the heap would grow without bound")
 	}
 	if c.MaxBodyBytes <= 0 {
@@ -404,19 +410,22 @@ func (l *originList) Set(s string) error {
 	return nil
 }
 
-// gcSettings resolves the Auto values of GCPercent and MemoryLimit.
-// The automatic memory limit is autoLimitBase and autoLimitPerRequest for
-// each request RequestsInFlight lets in at once (72 MiB at the default 32),
-// and CacheMaxBytes when the cache is on; none when requests are not
-// bounded (0, or more than maxAutoLimitRequests).
-// The automatic target is autoGCPercent under a memory limit, the runtime's
-// 100 without one: without a limit nothing would bound the heap at five
-// times what is live.
-func (c Config) gcSettings() (percent int, limit int64) {
+// gcSettings resolves the Auto values of GCPercent and MemoryLimit. The
+// automatic memory limit follows the container's: containerFraction of
+// container (its cgroup's memory limit), when there is one. Without one it
+// is autoLimitBase and autoLimitPerRequest for each request
+// RequestsInFlight lets in at once (72 MiB at the default 32), and
+// CacheMaxBytes when the cache is on; none when requests are not bounded
+// either (0, or more than maxAutoLimitRequests). The automatic target is
+// autoGCPercent under a memory limit, the runtime's 100 without one:
+// without a limit nothing would bound the heap at five times what is live.
+func (c Config) gcSettings(container int64) (percent int, limit int64) {
 	percent, limit = c.GCPercent, c.MemoryLimit
 	if limit == Auto {
 		limit = 0
-		if n := c.RequestsInFlight; n > 0 && n <= maxAutoLimitRequests {
+		if container > 0 {
+			limit = int64(float64(container) * containerFraction)
+		} else if n := c.RequestsInFlight; n > 0 && n <= maxAutoLimitRequests {
 			limit = autoLimitBase + int64(n)*autoLimitPerRequest
 			if c.Cache {
 				limit += c.CacheMaxBytes
@@ -505,6 +514,17 @@ func parseSize(s string) (int64, error) {
 		return 0, errors.New("not a size")
 	}
 	return n * factor, nil
+}
+
+// containerMemory is the memory limit of the cgroup the gateway runs in
+// (v1 or v2, read by github.com/KimMachineGun/automemlimit), 0 when there
+// is none.
+func containerMemory() int64 {
+	n, err := memlimit.FromCgroup()
+	if err != nil || n == 0 || n > math.MaxInt64/2 {
+		return 0 // none, or cgroup v1's "no limit", a page short of MaxInt64
+	}
+	return int64(n)
 }
 
 // formatSize writes n bytes in the largest unit that divides it.

@@ -352,7 +352,7 @@ func setGC(cfg Config, lookupEnv func(string) (string, bool)) func(*slog.Logger)
 			cfg.MemoryLimit = 0 // GOMEMLIMIT=off
 		}
 	}
-	percent, limit := cfg.gcSettings()
+	percent, limit := cfg.gcSettings(containerMemory())
 	// Only GOMEMLIMIT=off under -gc-percent -1 is both: the flags alone are
 	// refused so.
 	noLimit := percent == -1 && limit == 0

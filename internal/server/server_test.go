@@ -202,8 +202,9 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 // TestGCSettings checks what the automatic settings of the collector come
-// to: a memory limit that grows with the requests let in at once, and the
-// higher target only where a limit bounds the heap.
+// to: a memory limit that follows the container's, or without one grows
+// with the requests let in at once and the cache, and the higher target
+// only where a limit bounds the heap.
 func TestGCSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -211,22 +212,28 @@ func TestGCSettings(t *testing.T) {
 		percent   int
 		limit     int64
 		inFlight  int
+		cache     bool
+		container int64
 		wantPct   int
 		wantLimit int64
 	}{
-		{"defaults", Auto, Auto, DefaultRequestsInFlight, 400, 72 << 20},
-		{"more requests in flight", Auto, Auto, 64, 400, 136 << 20},
-		{"requests not bounded", Auto, Auto, 0, 100, 0},
-		{"requests past any limit", Auto, Auto, math.MaxInt, 100, 0},
-		{"most requests an automatic limit follows", Auto, Auto, maxAutoLimitRequests, 400, 8<<20 + 2<<40},
-		{"no limit", Auto, 0, DefaultRequestsInFlight, 100, 0},
-		{"a limit given", Auto, 1 << 30, DefaultRequestsInFlight, 400, 1 << 30},
-		{"a target given", 150, Auto, DefaultRequestsInFlight, 150, 72 << 20},
-		{"both given", -1, 50 << 20, 8, -1, 50 << 20},
+		{"defaults, no container", Auto, Auto, DefaultRequestsInFlight, true, 0, 400, 136 << 20},
+		{"without the cache", Auto, Auto, DefaultRequestsInFlight, false, 0, 400, 72 << 20},
+		{"in a container", Auto, Auto, DefaultRequestsInFlight, true, 1 << 30, 400, 1 << 30 * 9 / 10},
+		{"in a container, requests not bounded", Auto, Auto, 0, true, 512 << 20, 400, 512 << 20 * 9 / 10},
+		{"more requests in flight", Auto, Auto, 64, false, 0, 400, 136 << 20},
+		{"requests not bounded", Auto, Auto, 0, true, 0, 100, 0},
+		{"requests past any limit", Auto, Auto, math.MaxInt, false, 0, 100, 0},
+		{"most requests an automatic limit follows", Auto, Auto, maxAutoLimitRequests, false, 0, 400, 8<<20 + 2<<40},
+		{"no limit", Auto, 0, DefaultRequestsInFlight, true, 1 << 30, 100, 0},
+		{"a limit given", Auto, 1 << 30, DefaultRequestsInFlight, true, 256 << 20, 400, 1 << 30},
+		{"a target given", 150, Auto, DefaultRequestsInFlight, false, 0, 150, 72 << 20},
+		{"both given", -1, 50 << 20, 8, true, 0, -1, 50 << 20},
 	}
 	for _, tt := range tests {
-		c := Config{GCPercent: tt.percent, MemoryLimit: tt.limit, RequestsInFlight: tt.inFlight}
-		if pct, limit := c.gcSettings(); pct != tt.wantPct || limit != tt.wantLimit {
+		c := Config{GCPercent: tt.percent, MemoryLimit: tt.limit, RequestsInFlight: tt.inFlight, Cache: tt.cache,
+			CacheMaxBytes: DefaultCacheMaxBytes}
+		if pct, limit := c.gcSettings(tt.container); pct != tt.wantPct || limit != tt.wantLimit {
 			t.Errorf("%s: gcSettings = %d, %d; want %d, %d", tt.name, pct, limit, tt.wantPct, tt.wantLimit)
 		}
 	}
