@@ -30,10 +30,11 @@ const deadlineGrace = time.Second
 // the timeout's answer is written from the timer's. The request's access
 // line, span and metrics are written when the handler ends, with the 504
 // that was sent; a graceful shutdown does not wait for such a handler
-// (Options.Overdue counts them). The handler does not run on a goroutine of its own so that
-// the guard could return at the deadline: that hand-off costs every request
-// its CPU (docs/performance.md, the tenth pass), to get back a connection
-// that a client told Connection: close does not use again.
+// (Options.Overdue counts them). The handler does not run on a goroutine of
+// its own so that the guard could return at the deadline: that hand-off
+// would cost every request CPU (docs/performance.md, the tenth pass) to get
+// back a connection that a client told Connection: close does not use
+// again.
 func guardDeadline(log *slog.Logger, overdue *atomic.Int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, ok := r.Context().Deadline()

@@ -173,9 +173,9 @@ var errTooDeep = &envelopeError{msg: "the body nests deeper than " + strconv.Ito
 
 // maxBodyList bounds the values of a list in a request body, ten times the
 // most any list argument of the schema takes (nodes' 100 IDs): a longer one
-// is refused while the body is checked, before any of it is decoded. A body
-// of 262 000 IDs once cost 370 MB in the cost estimate, then 90 MB as
-// gqlparser and gqlgen coerced each value, then 27 MB to decode.
+// is refused while the body is checked, before any of it is decoded: every
+// value of a list costs memory in the cost estimate, in gqlparser's and
+// gqlgen's coercion, and in decoding (docs/security.md, "Limits").
 const maxBodyList = 1000
 
 // errTooLong is a body with a list of more than maxBodyList values.

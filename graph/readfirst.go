@@ -39,8 +39,8 @@ const writeMargin = time.Second
 //     caller's pace as before.
 //
 // A request waiting in line thus holds its body (at most NoKeyMaxBodyBytes
-// without a key, maxBody with one), where it used to hold only its
-// headers; each caller's are bounded by MaxCallerBodyBytes, past which the
+// without a key, maxBody with one), not only its headers; each caller's
+// are bounded by MaxCallerBodyBytes, past which the
 // read stops and the request is answered 429 once admitted
 // (docs/security.md).
 func readFirst(maxBody int64, adm *admission, next http.Handler) http.Handler {

@@ -545,7 +545,7 @@ func writeResponse(w http.ResponseWriter, media string, status int, resp *graphq
 		switch n := len(resp.Extensions); {
 		case ok && n == 1:
 			// The usual extensions, written without encoding/json's
-			// reflection over a map (1 % of a small request's CPU).
+			// reflection over a map, which every answer would pay.
 			tail = append(c.appendJSON(append(tail, `{"cost":`...)), '}')
 		case ok && cached && n == 2:
 			// In encoding/json's order of a map's members.

@@ -167,8 +167,7 @@ func (s scrubber) escapedRequestID(id string) string {
 
 // tokenRequestID is requestID for the usual id, a short token of letters,
 // digits and ._:- (ok reports that id is one), without the scans and
-// copies of text, which every answer's id went through (2 % of a small
-// page's CPU): of what text removes, a token can hold only the key, the
+// copies of text, which would cost every answer: of what text removes, a token can hold only the key, the
 // upstream's host, a sensitive header's name followed by ':' and an IP
 // address, so an id holding none of them is kept as it is, and one holding
 // any is dropped, as requestID drops it.

@@ -190,9 +190,8 @@ func (l *Loader[K, V]) Load(ctx context.Context, key K) dataloader.Thunk[V] {
 // it on another (a handoff and a wake-up less). Later asks of key share the
 // call as they share one Load starts. For a caller that waits at once and
 // stands shallow in its stack (a budget's reads); one that starts reads to
-// wait for later calls Load. The dashboard's reports, read with Get from the
-// goroutines of the Explorer's fields, measured 3 to 4 % fewer requests per
-// CPU-second than with Load (docs/performance.md, the twelfth pass).
+// wait for later calls Load (docs/performance.md, the twelfth pass, has
+// the measurement of the dashboard's reports both ways).
 func (l *Loader[K, V]) Get(ctx context.Context, key K) (V, error) {
 	t, c := l.claim(ctx, key)
 	if c == nil {

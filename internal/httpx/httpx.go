@@ -218,7 +218,7 @@ func AccessLog(log *slog.Logger, o AccessLogOptions, next http.Handler) http.Han
 			}
 			// The record's pc is 0: an access line's source is this
 			// middleware, always, and Logger.LogAttrs would walk the stack
-			// for it on every request (1 % of a small request's CPU).
+			// for it on every request.
 			rl := slog.NewRecord(time.Now(), level, "request", 0)
 			rl.AddAttrs(attrs...)
 			_ = log.Handler().Handle(r.Context(), rl)

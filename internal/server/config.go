@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/costgw/gateway/graph"
 	"github.com/costgw/gateway/graph/limits"
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/internal/config"
 	"github.com/costgw/gateway/upstream"
-	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // Config is the gateway's configuration. Every field but the two actions at
