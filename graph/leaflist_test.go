@@ -119,7 +119,7 @@ func checkMembers(t *testing.T, raw json.RawMessage, names []string, want map[st
 }
 
 // A list whose type has other fields (here the resolver id) is written by
-// one writer when its selection asks only for later leaves, and element by
+// one writer when its selection asks only for record leaves, and element by
 // element otherwise: both answer the same.
 func TestLeafListFollowsTheSelection(t *testing.T) {
 	t.Parallel()
@@ -154,7 +154,7 @@ func TestLeafListFollowsTheSelection(t *testing.T) {
 
 // An object held by its parent's record (a budget's report and creator, a
 // page's pageInfo) is written from the record when its selection asks only
-// for later leaves, and resolved as any object otherwise (here with the
+// for record leaves, and resolved as any object otherwise (here with the
 // resolver id): both answer the same, in the order and with the aliases
 // asked, null where the record holds none.
 func TestLeafObjectsFollowTheSelection(t *testing.T) {
@@ -258,7 +258,7 @@ func TestLeafObjectsFollowTheSelection(t *testing.T) {
 // path: when the budget's actuals fail, every row's actuals is null with an
 // error at the row's path, the rows' other fields answer, and the failed
 // call is made once.
-func TestQuickListsReportErrorsAtTheirPath(t *testing.T) {
+func TestDirectListsReportErrorsAtTheirPath(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, noRetry)
 	f := loadFixture(t, e)

@@ -8840,40 +8840,40 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "anomalyId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "service":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "startDate":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "endDate":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "scoreCurrent":
 			model.CheckFloat(obj.ScoreCurrent)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "scoreMax":
 			model.CheckFloat(obj.ScoreMax)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "impactMax":
 			model.CheckFloat(obj.ImpactMax)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "impactTotal":
 			model.CheckFloat(obj.ImpactTotal)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "impactPct":
 			model.CheckFloat(obj.ImpactPct)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "impactActualSpend":
 			model.CheckFloat(obj.ImpactActualSpend)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "impactExpectedSpend":
 			model.CheckFloat(obj.ImpactExpectedSpend)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "dimensionValue":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "detectionSource":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "detectionSourceRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "extra":
 			if field.IsDeferred() {
 				executor.Defer(ctx, ec.OperationContext, &deferred, field,
@@ -8907,7 +8907,7 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 
 // leafListAnomaly answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -8915,11 +8915,11 @@ func (ec *executionContext) _Anomaly(ctx context.Context, sel ast.SelectionSet, 
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.SelectionSet, v []upstream.Anomaly) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsAnomaly(sel)
+	fields, ok := ec.recordFieldsAnomaly(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterAnomaly(fields, v); r != nil {
+	if r := checkRecordAnomaly(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -8929,10 +8929,10 @@ func (ec *executionContext) leafListAnomaly(ctx context.Context, sel ast.Selecti
 	return executor.NewLeafList(fields, v, "Anomaly", leafAnomaly), true
 }
 
-// checkLaterAnomaly checks the later leaves fields asks of every
+// checkRecordAnomaly checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterAnomaly(fields []graphql.CollectedField, v []upstream.Anomaly) (r any) {
+func checkRecordAnomaly(fields []graphql.CollectedField, v []upstream.Anomaly) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -8969,9 +8969,9 @@ func checkLaterAnomaly(fields []graphql.CollectedField, v []upstream.Anomaly) (r
 	return nil
 }
 
-// laterFieldsAnomaly is the fields sel asks of a Anomaly,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsAnomaly(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsAnomaly is the fields sel asks of a Anomaly,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsAnomaly(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, anomalyImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -8983,7 +8983,7 @@ func (ec *executionContext) laterFieldsAnomaly(sel ast.SelectionSet) ([]graphql.
 	return fields, true
 }
 
-// leafAnomaly appends the later leaf named field of obj to b.
+// leafAnomaly appends the record leaf named field of obj to b.
 func leafAnomaly(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Anomaly)
 	switch field {
@@ -9016,7 +9016,7 @@ func leafAnomaly(b []byte, field string, obj any) []byte {
 	case "detectionSourceRaw":
 		return model.AppendString(b, string(o.DetectionSource))
 	}
-	panic("not a later leaf of Anomaly: " + field)
+	panic("not a record leaf of Anomaly: " + field)
 }
 
 var anomalyConnectionImplementors = []string{"AnomalyConnection"}
@@ -9085,7 +9085,7 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 		case "__typename":
 			out.Values[i] = anomalyEdgeTypename
 		case "cursor":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "node":
 			out.Values[i] = ec._AnomalyEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9110,7 +9110,7 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 
 // leafListAnomalyEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -9118,7 +9118,7 @@ func (ec *executionContext) _AnomalyEdge(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.SelectionSet, v []model.AnomalyEdge) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsAnomalyEdge(sel)
+	fields, ok := ec.recordFieldsAnomalyEdge(sel)
 	if !ok {
 		return nil, false
 	}
@@ -9128,9 +9128,9 @@ func (ec *executionContext) leafListAnomalyEdge(ctx context.Context, sel ast.Sel
 	return executor.NewLeafList(fields, v, "AnomalyEdge", leafAnomalyEdge), true
 }
 
-// laterFieldsAnomalyEdge is the fields sel asks of a AnomalyEdge,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsAnomalyEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsAnomalyEdge is the fields sel asks of a AnomalyEdge,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsAnomalyEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, anomalyEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9142,14 +9142,14 @@ func (ec *executionContext) laterFieldsAnomalyEdge(sel ast.SelectionSet) ([]grap
 	return fields, true
 }
 
-// leafAnomalyEdge appends the later leaf named field of obj to b.
+// leafAnomalyEdge appends the record leaf named field of obj to b.
 func leafAnomalyEdge(b []byte, field string, obj any) []byte {
 	o := obj.(*model.AnomalyEdge)
 	switch field {
 	case "cursor":
 		return model.AppendString(b, string(o.Cursor))
 	}
-	panic("not a later leaf of AnomalyEdge: " + field)
+	panic("not a record leaf of AnomalyEdge: " + field)
 }
 
 var budgetImplementors = []string{"Budget", "Node"}
@@ -9186,29 +9186,29 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "name":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "targetType":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "targetTypeRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "period":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "periodRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "status":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "statusRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "numberOfPeriods":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "startDate":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "endDate":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "lookbackPeriod":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "budgetType":
 			out.Values[i] = ec._Budget_budgetType(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -9230,19 +9230,19 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "normalizationPeriod":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "organizationId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "serviceClientId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "creatorId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "explorerReportId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "createdAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "updatedAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "explorerReport":
 			if m, ok := ec.leafObjectExplorerReport(field.Selections, obj.ExplorerReport, false); ok {
 				out.Values[i] = m
@@ -9344,7 +9344,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 
 // leafListBudget answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -9352,7 +9352,7 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.SelectionSet, v []upstream.Budget) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsBudget(sel)
+	fields, ok := ec.recordFieldsBudget(sel)
 	if !ok {
 		return nil, false
 	}
@@ -9362,9 +9362,9 @@ func (ec *executionContext) leafListBudget(ctx context.Context, sel ast.Selectio
 	return executor.NewLeafList(fields, v, "Budget", leafBudget), true
 }
 
-// laterFieldsBudget is the fields sel asks of a Budget,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsBudget(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsBudget is the fields sel asks of a Budget,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsBudget(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, budgetImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9378,16 +9378,16 @@ func (ec *executionContext) laterFieldsBudget(sel ast.SelectionSet) ([]graphql.C
 
 // leafObjectBudget answers v, a Budget held by a member
 // of its parent's record, with one executor.LeafObject, which writes it from v
-// when the answer is written, if the selection asks only for later leaves
+// when the answer is written, if the selection asks only for record leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
 // left to be resolved, which reports the error at the field's path. The
-// type's later leaves check nothing, so writing v cannot fail.
+// type's record leaves check nothing, so writing v cannot fail.
 func (ec *executionContext) leafObjectBudget(sel ast.SelectionSet, v *upstream.Budget, nonNull bool) (graphql.Marshaler, bool) {
 	if v == nil {
 		return graphql.Null, !nonNull
 	}
-	fields, ok := ec.laterFieldsBudget(sel)
+	fields, ok := ec.recordFieldsBudget(sel)
 	if !ok {
 		return nil, false
 	}
@@ -9397,7 +9397,7 @@ func (ec *executionContext) leafObjectBudget(sel ast.SelectionSet, v *upstream.B
 	return executor.NewLeafObject(fields, v, "Budget", leafBudget), true
 }
 
-// leafBudget appends the later leaf named field of obj to b.
+// leafBudget appends the record leaf named field of obj to b.
 func leafBudget(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Budget)
 	switch field {
@@ -9443,7 +9443,7 @@ func leafBudget(b []byte, field string, obj any) []byte {
 	case "updatedAt":
 		return model.AppendDateTime(b, upstream.Timestamp(o.UpdatedAt))
 	}
-	panic("not a later leaf of Budget: " + field)
+	panic("not a record leaf of Budget: " + field)
 }
 
 var budgetActualsImplementors = []string{"BudgetActuals"}
@@ -9473,7 +9473,7 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 			}
 		case "total":
 			model.CheckFloat(obj.Total)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9493,7 +9493,7 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 
 // leafListBudgetActuals answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -9501,11 +9501,11 @@ func (ec *executionContext) _BudgetActuals(ctx context.Context, sel ast.Selectio
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.SelectionSet, v []model.BudgetActuals) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsBudgetActuals(sel)
+	fields, ok := ec.recordFieldsBudgetActuals(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterBudgetActuals(fields, v); r != nil {
+	if r := checkRecordBudgetActuals(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -9515,10 +9515,10 @@ func (ec *executionContext) leafListBudgetActuals(ctx context.Context, sel ast.S
 	return executor.NewLeafList(fields, v, "BudgetActuals", leafBudgetActuals), true
 }
 
-// checkLaterBudgetActuals checks the later leaves fields asks of every
+// checkRecordBudgetActuals checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterBudgetActuals(fields []graphql.CollectedField, v []model.BudgetActuals) (r any) {
+func checkRecordBudgetActuals(fields []graphql.CollectedField, v []model.BudgetActuals) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -9531,9 +9531,9 @@ func checkLaterBudgetActuals(fields []graphql.CollectedField, v []model.BudgetAc
 	return nil
 }
 
-// laterFieldsBudgetActuals is the fields sel asks of a BudgetActuals,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsBudgetActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsBudgetActuals is the fields sel asks of a BudgetActuals,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsBudgetActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, budgetActualsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9545,14 +9545,14 @@ func (ec *executionContext) laterFieldsBudgetActuals(sel ast.SelectionSet) ([]gr
 	return fields, true
 }
 
-// leafBudgetActuals appends the later leaf named field of obj to b.
+// leafBudgetActuals appends the record leaf named field of obj to b.
 func leafBudgetActuals(b []byte, field string, obj any) []byte {
 	o := obj.(*model.BudgetActuals)
 	switch field {
 	case "total":
 		return model.AppendFloat(b, float64(o.Total))
 	}
-	panic("not a later leaf of BudgetActuals: " + field)
+	panic("not a record leaf of BudgetActuals: " + field)
 }
 
 var budgetConnectionImplementors = []string{"BudgetConnection"}
@@ -9621,7 +9621,7 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 		case "__typename":
 			out.Values[i] = budgetEdgeTypename
 		case "cursor":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "node":
 			if m, ok := ec.leafObjectBudget(field.Selections, obj.Node, true); ok {
 				out.Values[i] = m
@@ -9650,7 +9650,7 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 
 // leafListBudgetEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -9658,7 +9658,7 @@ func (ec *executionContext) _BudgetEdge(ctx context.Context, sel ast.SelectionSe
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.SelectionSet, v []model.BudgetEdge) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsBudgetEdge(sel)
+	fields, ok := ec.recordFieldsBudgetEdge(sel)
 	if !ok {
 		return nil, false
 	}
@@ -9668,9 +9668,9 @@ func (ec *executionContext) leafListBudgetEdge(ctx context.Context, sel ast.Sele
 	return executor.NewLeafList(fields, v, "BudgetEdge", leafBudgetEdge), true
 }
 
-// laterFieldsBudgetEdge is the fields sel asks of a BudgetEdge,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsBudgetEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsBudgetEdge is the fields sel asks of a BudgetEdge,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsBudgetEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, budgetEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9682,14 +9682,14 @@ func (ec *executionContext) laterFieldsBudgetEdge(sel ast.SelectionSet) ([]graph
 	return fields, true
 }
 
-// leafBudgetEdge appends the later leaf named field of obj to b.
+// leafBudgetEdge appends the record leaf named field of obj to b.
 func leafBudgetEdge(b []byte, field string, obj any) []byte {
 	o := obj.(*model.BudgetEdge)
 	switch field {
 	case "cursor":
 		return model.AppendString(b, string(o.Cursor))
 	}
-	panic("not a later leaf of BudgetEdge: " + field)
+	panic("not a record leaf of BudgetEdge: " + field)
 }
 
 var budgetLookbackImplementors = []string{"BudgetLookback"}
@@ -9745,13 +9745,13 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 			out.Values[i] = budgetMetricsTypename
 		case "totalTarget":
 			model.CheckFloat(obj.TotalTarget)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "totalActual":
 			model.CheckFloat(obj.TotalActual)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "variance":
 			model.CheckFloat(obj.Variance)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9771,7 +9771,7 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 
 // leafListBudgetMetrics answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -9779,11 +9779,11 @@ func (ec *executionContext) _BudgetMetrics(ctx context.Context, sel ast.Selectio
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.SelectionSet, v []upstream.BudgetMetrics) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsBudgetMetrics(sel)
+	fields, ok := ec.recordFieldsBudgetMetrics(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterBudgetMetrics(fields, v); r != nil {
+	if r := checkRecordBudgetMetrics(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -9793,10 +9793,10 @@ func (ec *executionContext) leafListBudgetMetrics(ctx context.Context, sel ast.S
 	return executor.NewLeafList(fields, v, "BudgetMetrics", leafBudgetMetrics), true
 }
 
-// checkLaterBudgetMetrics checks the later leaves fields asks of every
+// checkRecordBudgetMetrics checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterBudgetMetrics(fields []graphql.CollectedField, v []upstream.BudgetMetrics) (r any) {
+func checkRecordBudgetMetrics(fields []graphql.CollectedField, v []upstream.BudgetMetrics) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -9817,9 +9817,9 @@ func checkLaterBudgetMetrics(fields []graphql.CollectedField, v []upstream.Budge
 	return nil
 }
 
-// laterFieldsBudgetMetrics is the fields sel asks of a BudgetMetrics,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsBudgetMetrics(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsBudgetMetrics is the fields sel asks of a BudgetMetrics,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsBudgetMetrics(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, budgetMetricsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9831,7 +9831,7 @@ func (ec *executionContext) laterFieldsBudgetMetrics(sel ast.SelectionSet) ([]gr
 	return fields, true
 }
 
-// leafBudgetMetrics appends the later leaf named field of obj to b.
+// leafBudgetMetrics appends the record leaf named field of obj to b.
 func leafBudgetMetrics(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.BudgetMetrics)
 	switch field {
@@ -9842,7 +9842,7 @@ func leafBudgetMetrics(b []byte, field string, obj any) []byte {
 	case "variance":
 		return model.AppendFloat(b, float64(o.Variance))
 	}
-	panic("not a later leaf of BudgetMetrics: " + field)
+	panic("not a record leaf of BudgetMetrics: " + field)
 }
 
 var createBudgetPayloadImplementors = []string{"CreateBudgetPayload"}
@@ -9872,7 +9872,7 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 				out.Invalids++
 			}
 		case "idempotencyKey":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9892,7 +9892,7 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 
 // leafListCreateBudgetPayload answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -9900,16 +9900,16 @@ func (ec *executionContext) _CreateBudgetPayload(ctx context.Context, sel ast.Se
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListCreateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.CreateBudgetPayload) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsCreateBudgetPayload(sel)
+	fields, ok := ec.recordFieldsCreateBudgetPayload(sel)
 	if !ok {
 		return nil, false
 	}
 	return executor.NewLeafList(fields, v, "CreateBudgetPayload", leafCreateBudgetPayload), true
 }
 
-// laterFieldsCreateBudgetPayload is the fields sel asks of a CreateBudgetPayload,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsCreateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsCreateBudgetPayload is the fields sel asks of a CreateBudgetPayload,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsCreateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, createBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -9921,14 +9921,14 @@ func (ec *executionContext) laterFieldsCreateBudgetPayload(sel ast.SelectionSet)
 	return fields, true
 }
 
-// leafCreateBudgetPayload appends the later leaf named field of obj to b.
+// leafCreateBudgetPayload appends the record leaf named field of obj to b.
 func leafCreateBudgetPayload(b []byte, field string, obj any) []byte {
 	o := obj.(*model.CreateBudgetPayload)
 	switch field {
 	case "idempotencyKey":
 		return model.AppendString(b, string(o.IdempotencyKey))
 	}
-	panic("not a later leaf of CreateBudgetPayload: " + field)
+	panic("not a record leaf of CreateBudgetPayload: " + field)
 }
 
 var deleteBudgetPayloadImplementors = []string{"DeleteBudgetPayload"}
@@ -9944,11 +9944,11 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 		case "__typename":
 			out.Values[i] = deleteBudgetPayloadTypename
 		case "deletedBudgetId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "success":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "alreadyDeleted":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "userErrors":
 			out.Values[i] = ec._DeleteBudgetPayload_userErrors(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9973,7 +9973,7 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 
 // leafListDeleteBudgetPayload answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -9981,16 +9981,16 @@ func (ec *executionContext) _DeleteBudgetPayload(ctx context.Context, sel ast.Se
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDeleteBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.DeleteBudgetPayload) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsDeleteBudgetPayload(sel)
+	fields, ok := ec.recordFieldsDeleteBudgetPayload(sel)
 	if !ok {
 		return nil, false
 	}
 	return executor.NewLeafList(fields, v, "DeleteBudgetPayload", leafDeleteBudgetPayload), true
 }
 
-// laterFieldsDeleteBudgetPayload is the fields sel asks of a DeleteBudgetPayload,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsDeleteBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsDeleteBudgetPayload is the fields sel asks of a DeleteBudgetPayload,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsDeleteBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, deleteBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10002,7 +10002,7 @@ func (ec *executionContext) laterFieldsDeleteBudgetPayload(sel ast.SelectionSet)
 	return fields, true
 }
 
-// leafDeleteBudgetPayload appends the later leaf named field of obj to b.
+// leafDeleteBudgetPayload appends the record leaf named field of obj to b.
 func leafDeleteBudgetPayload(b []byte, field string, obj any) []byte {
 	o := obj.(*model.DeleteBudgetPayload)
 	switch field {
@@ -10016,7 +10016,7 @@ func leafDeleteBudgetPayload(b []byte, field string, obj any) []byte {
 	case "alreadyDeleted":
 		return model.AppendBoolean(b, bool(o.AlreadyDeleted))
 	}
-	panic("not a later leaf of DeleteBudgetPayload: " + field)
+	panic("not a record leaf of DeleteBudgetPayload: " + field)
 }
 
 var dimensionValueImplementors = []string{"DimensionValue"}
@@ -10035,10 +10035,10 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 		case "__typename":
 			out.Values[i] = dimensionValueTypename
 		case "value":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "cost":
 			model.CheckFloat(obj.Cost)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10058,7 +10058,7 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 
 // leafListDimensionValue answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10066,11 +10066,11 @@ func (ec *executionContext) _DimensionValue(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValue) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsDimensionValue(sel)
+	fields, ok := ec.recordFieldsDimensionValue(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterDimensionValue(fields, v); r != nil {
+	if r := checkRecordDimensionValue(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -10080,10 +10080,10 @@ func (ec *executionContext) leafListDimensionValue(ctx context.Context, sel ast.
 	return executor.NewLeafList(fields, v, "DimensionValue", leafDimensionValue), true
 }
 
-// checkLaterDimensionValue checks the later leaves fields asks of every
+// checkRecordDimensionValue checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterDimensionValue(fields []graphql.CollectedField, v []upstream.DimensionValue) (r any) {
+func checkRecordDimensionValue(fields []graphql.CollectedField, v []upstream.DimensionValue) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -10096,9 +10096,9 @@ func checkLaterDimensionValue(fields []graphql.CollectedField, v []upstream.Dime
 	return nil
 }
 
-// laterFieldsDimensionValue is the fields sel asks of a DimensionValue,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsDimensionValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsDimensionValue is the fields sel asks of a DimensionValue,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsDimensionValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, dimensionValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10110,7 +10110,7 @@ func (ec *executionContext) laterFieldsDimensionValue(sel ast.SelectionSet) ([]g
 	return fields, true
 }
 
-// leafDimensionValue appends the later leaf named field of obj to b.
+// leafDimensionValue appends the record leaf named field of obj to b.
 func leafDimensionValue(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.DimensionValue)
 	switch field {
@@ -10119,7 +10119,7 @@ func leafDimensionValue(b []byte, field string, obj any) []byte {
 	case "cost":
 		return model.AppendFloat(b, float64(o.Cost))
 	}
-	panic("not a later leaf of DimensionValue: " + field)
+	panic("not a record leaf of DimensionValue: " + field)
 }
 
 var dimensionValuesImplementors = []string{"DimensionValues"}
@@ -10148,9 +10148,9 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 				out.Invalids++
 			}
 		case "hasMore":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "servedFromCache":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10170,7 +10170,7 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 
 // leafListDimensionValues answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10178,7 +10178,7 @@ func (ec *executionContext) _DimensionValues(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast.SelectionSet, v []upstream.DimensionValues) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsDimensionValues(sel)
+	fields, ok := ec.recordFieldsDimensionValues(sel)
 	if !ok {
 		return nil, false
 	}
@@ -10188,9 +10188,9 @@ func (ec *executionContext) leafListDimensionValues(ctx context.Context, sel ast
 	return executor.NewLeafList(fields, v, "DimensionValues", leafDimensionValues), true
 }
 
-// laterFieldsDimensionValues is the fields sel asks of a DimensionValues,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsDimensionValues(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsDimensionValues is the fields sel asks of a DimensionValues,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsDimensionValues(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, dimensionValuesImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10202,7 +10202,7 @@ func (ec *executionContext) laterFieldsDimensionValues(sel ast.SelectionSet) ([]
 	return fields, true
 }
 
-// leafDimensionValues appends the later leaf named field of obj to b.
+// leafDimensionValues appends the record leaf named field of obj to b.
 func leafDimensionValues(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.DimensionValues)
 	switch field {
@@ -10211,7 +10211,7 @@ func leafDimensionValues(b []byte, field string, obj any) []byte {
 	case "servedFromCache":
 		return model.AppendBoolean(b, bool(o.ServedFromCache))
 	}
-	panic("not a later leaf of DimensionValues: " + field)
+	panic("not a record leaf of DimensionValues: " + field)
 }
 
 var explorerImplementors = []string{"Explorer"}
@@ -10345,7 +10345,7 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 				out.Invalids++
 			}
 		case "servedFromCache":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10365,7 +10365,7 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 
 // leafListExplorerHeatmap answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10373,7 +10373,7 @@ func (ec *executionContext) _ExplorerHeatmap(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHeatmap) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsExplorerHeatmap(sel)
+	fields, ok := ec.recordFieldsExplorerHeatmap(sel)
 	if !ok {
 		return nil, false
 	}
@@ -10383,9 +10383,9 @@ func (ec *executionContext) leafListExplorerHeatmap(ctx context.Context, sel ast
 	return executor.NewLeafList(fields, v, "ExplorerHeatmap", leafExplorerHeatmap), true
 }
 
-// laterFieldsExplorerHeatmap is the fields sel asks of a ExplorerHeatmap,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsExplorerHeatmap(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsExplorerHeatmap is the fields sel asks of a ExplorerHeatmap,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsExplorerHeatmap(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, explorerHeatmapImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10397,14 +10397,14 @@ func (ec *executionContext) laterFieldsExplorerHeatmap(sel ast.SelectionSet) ([]
 	return fields, true
 }
 
-// leafExplorerHeatmap appends the later leaf named field of obj to b.
+// leafExplorerHeatmap appends the record leaf named field of obj to b.
 func leafExplorerHeatmap(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerHeatmap)
 	switch field {
 	case "servedFromCache":
 		return model.AppendBoolean(b, bool(o.ServedFromCache))
 	}
-	panic("not a later leaf of ExplorerHeatmap: " + field)
+	panic("not a record leaf of ExplorerHeatmap: " + field)
 }
 
 var explorerHistoryImplementors = []string{"ExplorerHistory"}
@@ -10453,11 +10453,11 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "timeColumn":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "groupBy":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "servedFromCache":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10477,7 +10477,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 
 // leafListExplorerHistory answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10485,7 +10485,7 @@ func (ec *executionContext) _ExplorerHistory(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerHistory) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsExplorerHistory(sel)
+	fields, ok := ec.recordFieldsExplorerHistory(sel)
 	if !ok {
 		return nil, false
 	}
@@ -10495,9 +10495,9 @@ func (ec *executionContext) leafListExplorerHistory(ctx context.Context, sel ast
 	return executor.NewLeafList(fields, v, "ExplorerHistory", leafExplorerHistory), true
 }
 
-// laterFieldsExplorerHistory is the fields sel asks of a ExplorerHistory,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsExplorerHistory(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsExplorerHistory is the fields sel asks of a ExplorerHistory,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsExplorerHistory(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, explorerHistoryImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10509,7 +10509,7 @@ func (ec *executionContext) laterFieldsExplorerHistory(sel ast.SelectionSet) ([]
 	return fields, true
 }
 
-// leafExplorerHistory appends the later leaf named field of obj to b.
+// leafExplorerHistory appends the record leaf named field of obj to b.
 func leafExplorerHistory(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerHistory)
 	switch field {
@@ -10520,7 +10520,7 @@ func leafExplorerHistory(b []byte, field string, obj any) []byte {
 	case "servedFromCache":
 		return model.AppendBoolean(b, bool(o.ServedFromCache))
 	}
-	panic("not a later leaf of ExplorerHistory: " + field)
+	panic("not a record leaf of ExplorerHistory: " + field)
 }
 
 var explorerPreviousPeriodImplementors = []string{"ExplorerPreviousPeriod"}
@@ -10540,15 +10540,15 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 			out.Values[i] = explorerPreviousPeriodTypename
 		case "currentTotal":
 			model.CheckFloat(obj.CurrentTotal)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "previousTotal":
 			model.CheckFloat(obj.PreviousTotal)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "changePercent":
 			model.CheckFloat(obj.ChangePercent)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "servedFromCache":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10568,7 +10568,7 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 
 // leafListExplorerPreviousPeriod answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10576,11 +10576,11 @@ func (ec *executionContext) _ExplorerPreviousPeriod(ctx context.Context, sel ast
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerPreviousPeriod) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsExplorerPreviousPeriod(sel)
+	fields, ok := ec.recordFieldsExplorerPreviousPeriod(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterExplorerPreviousPeriod(fields, v); r != nil {
+	if r := checkRecordExplorerPreviousPeriod(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -10590,10 +10590,10 @@ func (ec *executionContext) leafListExplorerPreviousPeriod(ctx context.Context, 
 	return executor.NewLeafList(fields, v, "ExplorerPreviousPeriod", leafExplorerPreviousPeriod), true
 }
 
-// checkLaterExplorerPreviousPeriod checks the later leaves fields asks of every
+// checkRecordExplorerPreviousPeriod checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterExplorerPreviousPeriod(fields []graphql.CollectedField, v []upstream.ExplorerPreviousPeriod) (r any) {
+func checkRecordExplorerPreviousPeriod(fields []graphql.CollectedField, v []upstream.ExplorerPreviousPeriod) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -10614,9 +10614,9 @@ func checkLaterExplorerPreviousPeriod(fields []graphql.CollectedField, v []upstr
 	return nil
 }
 
-// laterFieldsExplorerPreviousPeriod is the fields sel asks of a ExplorerPreviousPeriod,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsExplorerPreviousPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsExplorerPreviousPeriod is the fields sel asks of a ExplorerPreviousPeriod,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsExplorerPreviousPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, explorerPreviousPeriodImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10628,7 +10628,7 @@ func (ec *executionContext) laterFieldsExplorerPreviousPeriod(sel ast.SelectionS
 	return fields, true
 }
 
-// leafExplorerPreviousPeriod appends the later leaf named field of obj to b.
+// leafExplorerPreviousPeriod appends the record leaf named field of obj to b.
 func leafExplorerPreviousPeriod(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerPreviousPeriod)
 	switch field {
@@ -10641,7 +10641,7 @@ func leafExplorerPreviousPeriod(b []byte, field string, obj any) []byte {
 	case "servedFromCache":
 		return model.AppendBoolean(b, bool(o.ServedFromCache))
 	}
-	panic("not a later leaf of ExplorerPreviousPeriod: " + field)
+	panic("not a record leaf of ExplorerPreviousPeriod: " + field)
 }
 
 var explorerReportImplementors = []string{"ExplorerReport", "Node"}
@@ -10678,9 +10678,9 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "name":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10700,7 +10700,7 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 
 // leafListExplorerReport answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10708,7 +10708,7 @@ func (ec *executionContext) _ExplorerReport(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerReport) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsExplorerReport(sel)
+	fields, ok := ec.recordFieldsExplorerReport(sel)
 	if !ok {
 		return nil, false
 	}
@@ -10718,9 +10718,9 @@ func (ec *executionContext) leafListExplorerReport(ctx context.Context, sel ast.
 	return executor.NewLeafList(fields, v, "ExplorerReport", leafExplorerReport), true
 }
 
-// laterFieldsExplorerReport is the fields sel asks of a ExplorerReport,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsExplorerReport(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsExplorerReport is the fields sel asks of a ExplorerReport,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsExplorerReport(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, explorerReportImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10734,16 +10734,16 @@ func (ec *executionContext) laterFieldsExplorerReport(sel ast.SelectionSet) ([]g
 
 // leafObjectExplorerReport answers v, a ExplorerReport held by a member
 // of its parent's record, with one executor.LeafObject, which writes it from v
-// when the answer is written, if the selection asks only for later leaves
+// when the answer is written, if the selection asks only for record leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
 // left to be resolved, which reports the error at the field's path. The
-// type's later leaves check nothing, so writing v cannot fail.
+// type's record leaves check nothing, so writing v cannot fail.
 func (ec *executionContext) leafObjectExplorerReport(sel ast.SelectionSet, v *upstream.ExplorerReport, nonNull bool) (graphql.Marshaler, bool) {
 	if v == nil {
 		return graphql.Null, !nonNull
 	}
-	fields, ok := ec.laterFieldsExplorerReport(sel)
+	fields, ok := ec.recordFieldsExplorerReport(sel)
 	if !ok {
 		return nil, false
 	}
@@ -10753,7 +10753,7 @@ func (ec *executionContext) leafObjectExplorerReport(sel ast.SelectionSet, v *up
 	return executor.NewLeafObject(fields, v, "ExplorerReport", leafExplorerReport), true
 }
 
-// leafExplorerReport appends the later leaf named field of obj to b.
+// leafExplorerReport appends the record leaf named field of obj to b.
 func leafExplorerReport(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerReport)
 	switch field {
@@ -10762,7 +10762,7 @@ func leafExplorerReport(b []byte, field string, obj any) []byte {
 	case "name":
 		return model.AppendString(b, string(o.Name))
 	}
-	panic("not a later leaf of ExplorerReport: " + field)
+	panic("not a record leaf of ExplorerReport: " + field)
 }
 
 var explorerSummaryImplementors = []string{"ExplorerSummary"}
@@ -10786,7 +10786,7 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 				out.Invalids++
 			}
 		case "servedFromCache":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10806,7 +10806,7 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 
 // leafListExplorerSummary answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10814,7 +10814,7 @@ func (ec *executionContext) _ExplorerSummary(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast.SelectionSet, v []upstream.ExplorerSummary) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsExplorerSummary(sel)
+	fields, ok := ec.recordFieldsExplorerSummary(sel)
 	if !ok {
 		return nil, false
 	}
@@ -10824,9 +10824,9 @@ func (ec *executionContext) leafListExplorerSummary(ctx context.Context, sel ast
 	return executor.NewLeafList(fields, v, "ExplorerSummary", leafExplorerSummary), true
 }
 
-// laterFieldsExplorerSummary is the fields sel asks of a ExplorerSummary,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsExplorerSummary(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsExplorerSummary is the fields sel asks of a ExplorerSummary,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsExplorerSummary(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, explorerSummaryImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10838,14 +10838,14 @@ func (ec *executionContext) laterFieldsExplorerSummary(sel ast.SelectionSet) ([]
 	return fields, true
 }
 
-// leafExplorerSummary appends the later leaf named field of obj to b.
+// leafExplorerSummary appends the record leaf named field of obj to b.
 func leafExplorerSummary(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ExplorerSummary)
 	switch field {
 	case "servedFromCache":
 		return model.AppendBoolean(b, bool(o.ServedFromCache))
 	}
-	panic("not a later leaf of ExplorerSummary: " + field)
+	panic("not a record leaf of ExplorerSummary: " + field)
 }
 
 var heatmapRowImplementors = []string{"HeatmapRow"}
@@ -10864,12 +10864,12 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 		case "__typename":
 			out.Values[i] = heatmapRowTypename
 		case "dimension":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "day":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "cost":
 			model.CheckFloat(obj.Cost)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10889,7 +10889,7 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 
 // leafListHeatmapRow answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -10897,11 +10897,11 @@ func (ec *executionContext) _HeatmapRow(ctx context.Context, sel ast.SelectionSe
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.SelectionSet, v []upstream.HeatmapRow) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsHeatmapRow(sel)
+	fields, ok := ec.recordFieldsHeatmapRow(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterHeatmapRow(fields, v); r != nil {
+	if r := checkRecordHeatmapRow(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -10911,10 +10911,10 @@ func (ec *executionContext) leafListHeatmapRow(ctx context.Context, sel ast.Sele
 	return executor.NewLeafList(fields, v, "HeatmapRow", leafHeatmapRow), true
 }
 
-// checkLaterHeatmapRow checks the later leaves fields asks of every
+// checkRecordHeatmapRow checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterHeatmapRow(fields []graphql.CollectedField, v []upstream.HeatmapRow) (r any) {
+func checkRecordHeatmapRow(fields []graphql.CollectedField, v []upstream.HeatmapRow) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -10927,9 +10927,9 @@ func checkLaterHeatmapRow(fields []graphql.CollectedField, v []upstream.HeatmapR
 	return nil
 }
 
-// laterFieldsHeatmapRow is the fields sel asks of a HeatmapRow,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsHeatmapRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsHeatmapRow is the fields sel asks of a HeatmapRow,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsHeatmapRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, heatmapRowImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -10941,7 +10941,7 @@ func (ec *executionContext) laterFieldsHeatmapRow(sel ast.SelectionSet) ([]graph
 	return fields, true
 }
 
-// leafHeatmapRow appends the later leaf named field of obj to b.
+// leafHeatmapRow appends the record leaf named field of obj to b.
 func leafHeatmapRow(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.HeatmapRow)
 	switch field {
@@ -10952,7 +10952,7 @@ func leafHeatmapRow(b []byte, field string, obj any) []byte {
 	case "cost":
 		return model.AppendFloat(b, float64(o.Cost))
 	}
-	panic("not a later leaf of HeatmapRow: " + field)
+	panic("not a record leaf of HeatmapRow: " + field)
 }
 
 var historyCostRowImplementors = []string{"HistoryCostRow"}
@@ -10971,12 +10971,12 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 		case "__typename":
 			out.Values[i] = historyCostRowTypename
 		case "group":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "date":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "cost":
 			model.CheckFloat(obj.Cost)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "raw":
 			out.Values[i] = ec._HistoryCostRow_raw(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11001,7 +11001,7 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 
 // leafListHistoryCostRow answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -11009,11 +11009,11 @@ func (ec *executionContext) _HistoryCostRow(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.SelectionSet, v []model.HistoryCostRow) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsHistoryCostRow(sel)
+	fields, ok := ec.recordFieldsHistoryCostRow(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterHistoryCostRow(fields, v); r != nil {
+	if r := checkRecordHistoryCostRow(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -11023,10 +11023,10 @@ func (ec *executionContext) leafListHistoryCostRow(ctx context.Context, sel ast.
 	return executor.NewLeafList(fields, v, "HistoryCostRow", leafHistoryCostRow), true
 }
 
-// checkLaterHistoryCostRow checks the later leaves fields asks of every
+// checkRecordHistoryCostRow checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterHistoryCostRow(fields []graphql.CollectedField, v []model.HistoryCostRow) (r any) {
+func checkRecordHistoryCostRow(fields []graphql.CollectedField, v []model.HistoryCostRow) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -11039,9 +11039,9 @@ func checkLaterHistoryCostRow(fields []graphql.CollectedField, v []model.History
 	return nil
 }
 
-// laterFieldsHistoryCostRow is the fields sel asks of a HistoryCostRow,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsHistoryCostRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsHistoryCostRow is the fields sel asks of a HistoryCostRow,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsHistoryCostRow(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, historyCostRowImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11053,7 +11053,7 @@ func (ec *executionContext) laterFieldsHistoryCostRow(sel ast.SelectionSet) ([]g
 	return fields, true
 }
 
-// leafHistoryCostRow appends the later leaf named field of obj to b.
+// leafHistoryCostRow appends the record leaf named field of obj to b.
 func leafHistoryCostRow(b []byte, field string, obj any) []byte {
 	o := obj.(*model.HistoryCostRow)
 	switch field {
@@ -11067,7 +11067,7 @@ func leafHistoryCostRow(b []byte, field string, obj any) []byte {
 	case "cost":
 		return model.AppendFloat(b, float64(o.Cost))
 	}
-	panic("not a later leaf of HistoryCostRow: " + field)
+	panic("not a record leaf of HistoryCostRow: " + field)
 }
 
 var lookbackPeriodImplementors = []string{"LookbackPeriod"}
@@ -11086,15 +11086,15 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 		case "__typename":
 			out.Values[i] = lookbackPeriodTypename
 		case "periodKey":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "actual":
 			model.CheckFloat(obj.Actual)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "projected":
 			if obj.Projected != nil {
 				model.CheckFloat(*obj.Projected)
 			}
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11114,7 +11114,7 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 
 // leafListLookbackPeriod answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -11122,11 +11122,11 @@ func (ec *executionContext) _LookbackPeriod(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.SelectionSet, v []upstream.LookbackPeriod) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsLookbackPeriod(sel)
+	fields, ok := ec.recordFieldsLookbackPeriod(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterLookbackPeriod(fields, v); r != nil {
+	if r := checkRecordLookbackPeriod(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -11136,10 +11136,10 @@ func (ec *executionContext) leafListLookbackPeriod(ctx context.Context, sel ast.
 	return executor.NewLeafList(fields, v, "LookbackPeriod", leafLookbackPeriod), true
 }
 
-// checkLaterLookbackPeriod checks the later leaves fields asks of every
+// checkRecordLookbackPeriod checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterLookbackPeriod(fields []graphql.CollectedField, v []upstream.LookbackPeriod) (r any) {
+func checkRecordLookbackPeriod(fields []graphql.CollectedField, v []upstream.LookbackPeriod) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -11158,9 +11158,9 @@ func checkLaterLookbackPeriod(fields []graphql.CollectedField, v []upstream.Look
 	return nil
 }
 
-// laterFieldsLookbackPeriod is the fields sel asks of a LookbackPeriod,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsLookbackPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsLookbackPeriod is the fields sel asks of a LookbackPeriod,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsLookbackPeriod(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, lookbackPeriodImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11172,7 +11172,7 @@ func (ec *executionContext) laterFieldsLookbackPeriod(sel ast.SelectionSet) ([]g
 	return fields, true
 }
 
-// leafLookbackPeriod appends the later leaf named field of obj to b.
+// leafLookbackPeriod appends the record leaf named field of obj to b.
 func leafLookbackPeriod(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.LookbackPeriod)
 	switch field {
@@ -11186,7 +11186,7 @@ func leafLookbackPeriod(b []byte, field string, obj any) []byte {
 		}
 		return model.AppendFloat(b, float64(*o.Projected))
 	}
-	panic("not a later leaf of LookbackPeriod: " + field)
+	panic("not a record leaf of LookbackPeriod: " + field)
 }
 
 var mutationImplementors = []string{"Mutation"}
@@ -11263,13 +11263,13 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		case "__typename":
 			out.Values[i] = pageInfoTypename
 		case "hasNextPage":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "hasPreviousPage":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "startCursor":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "endCursor":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11289,7 +11289,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 
 // leafListPageInfo answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -11297,7 +11297,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.SelectionSet, v []model.PageInfo) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsPageInfo(sel)
+	fields, ok := ec.recordFieldsPageInfo(sel)
 	if !ok {
 		return nil, false
 	}
@@ -11307,9 +11307,9 @@ func (ec *executionContext) leafListPageInfo(ctx context.Context, sel ast.Select
 	return executor.NewLeafList(fields, v, "PageInfo", leafPageInfo), true
 }
 
-// laterFieldsPageInfo is the fields sel asks of a PageInfo,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsPageInfo(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsPageInfo is the fields sel asks of a PageInfo,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsPageInfo(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, pageInfoImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11323,16 +11323,16 @@ func (ec *executionContext) laterFieldsPageInfo(sel ast.SelectionSet) ([]graphql
 
 // leafObjectPageInfo answers v, a PageInfo held by a member
 // of its parent's record, with one executor.LeafObject, which writes it from v
-// when the answer is written, if the selection asks only for later leaves
+// when the answer is written, if the selection asks only for record leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
 // left to be resolved, which reports the error at the field's path. The
-// type's later leaves check nothing, so writing v cannot fail.
+// type's record leaves check nothing, so writing v cannot fail.
 func (ec *executionContext) leafObjectPageInfo(sel ast.SelectionSet, v *model.PageInfo, nonNull bool) (graphql.Marshaler, bool) {
 	if v == nil {
 		return graphql.Null, !nonNull
 	}
-	fields, ok := ec.laterFieldsPageInfo(sel)
+	fields, ok := ec.recordFieldsPageInfo(sel)
 	if !ok {
 		return nil, false
 	}
@@ -11342,7 +11342,7 @@ func (ec *executionContext) leafObjectPageInfo(sel ast.SelectionSet, v *model.Pa
 	return executor.NewLeafObject(fields, v, "PageInfo", leafPageInfo), true
 }
 
-// leafPageInfo appends the later leaf named field of obj to b.
+// leafPageInfo appends the record leaf named field of obj to b.
 func leafPageInfo(b []byte, field string, obj any) []byte {
 	o := obj.(*model.PageInfo)
 	switch field {
@@ -11361,7 +11361,7 @@ func leafPageInfo(b []byte, field string, obj any) []byte {
 		}
 		return model.AppendString(b, string(*o.EndCursor))
 	}
-	panic("not a later leaf of PageInfo: " + field)
+	panic("not a record leaf of PageInfo: " + field)
 }
 
 var periodAmountImplementors = []string{"PeriodAmount"}
@@ -11380,10 +11380,10 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 		case "__typename":
 			out.Values[i] = periodAmountTypename
 		case "period":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "amount":
 			model.CheckFloat(obj.Amount)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11403,7 +11403,7 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 
 // leafListPeriodAmount answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -11411,11 +11411,11 @@ func (ec *executionContext) _PeriodAmount(ctx context.Context, sel ast.Selection
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.SelectionSet, v []model.PeriodAmount) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsPeriodAmount(sel)
+	fields, ok := ec.recordFieldsPeriodAmount(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterPeriodAmount(fields, v); r != nil {
+	if r := checkRecordPeriodAmount(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -11425,10 +11425,10 @@ func (ec *executionContext) leafListPeriodAmount(ctx context.Context, sel ast.Se
 	return executor.NewLeafList(fields, v, "PeriodAmount", leafPeriodAmount), true
 }
 
-// checkLaterPeriodAmount checks the later leaves fields asks of every
+// checkRecordPeriodAmount checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterPeriodAmount(fields []graphql.CollectedField, v []model.PeriodAmount) (r any) {
+func checkRecordPeriodAmount(fields []graphql.CollectedField, v []model.PeriodAmount) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -11441,9 +11441,9 @@ func checkLaterPeriodAmount(fields []graphql.CollectedField, v []model.PeriodAmo
 	return nil
 }
 
-// laterFieldsPeriodAmount is the fields sel asks of a PeriodAmount,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsPeriodAmount(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsPeriodAmount is the fields sel asks of a PeriodAmount,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsPeriodAmount(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, periodAmountImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11455,7 +11455,7 @@ func (ec *executionContext) laterFieldsPeriodAmount(sel ast.SelectionSet) ([]gra
 	return fields, true
 }
 
-// leafPeriodAmount appends the later leaf named field of obj to b.
+// leafPeriodAmount appends the record leaf named field of obj to b.
 func leafPeriodAmount(b []byte, field string, obj any) []byte {
 	o := obj.(*model.PeriodAmount)
 	switch field {
@@ -11464,7 +11464,7 @@ func leafPeriodAmount(b []byte, field string, obj any) []byte {
 	case "amount":
 		return model.AppendFloat(b, float64(o.Amount))
 	}
-	panic("not a later leaf of PeriodAmount: " + field)
+	panic("not a record leaf of PeriodAmount: " + field)
 }
 
 var planningImplementors = []string{"Planning", "Node"}
@@ -11501,9 +11501,9 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "budgetId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "budget":
 			if field.IsDeferred() {
 				executor.Defer(ctx, ec.OperationContext, &deferred, field,
@@ -11520,23 +11520,23 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 					return ec._Planning_budget(ctx, field, obj)
 				})
 		case "dimension1":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "dimension2":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "previousMonth":
 			model.CheckFloat(obj.PreviousMonth)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "avgLookback":
 			model.CheckFloat(obj.AvgLookback)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "percentGrowth":
 			model.CheckFloat(obj.PercentGrowth)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "percentSpend":
 			if obj.PercentSpend != nil {
 				model.CheckFloat(*obj.PercentSpend)
 			}
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "targetItems":
 			if field.IsDeferred() {
 				executor.Defer(ctx, ec.OperationContext, &deferred, field,
@@ -11547,7 +11547,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				out.Values[i] = executor.Deferred{}
 				continue
 			}
-			if ret := ec.quick_Planning_targetItems(ctx, field, obj); ret != nil {
+			if ret := ec.direct_Planning_targetItems(ctx, field, obj); ret != nil {
 				out.Values[i] = ret
 				if ret == graphql.Null {
 					atomic.AddUint32(&out.Invalids, 1)
@@ -11559,11 +11559,11 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "targetType":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "targetTypeRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "createdAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "actuals":
 			if field.IsDeferred() {
 				executor.Defer(ctx, ec.OperationContext, &deferred, field,
@@ -11577,7 +11577,7 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 			out.ResolveConcurrently(ec.OperationContext, i,
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
-					if ret := ec.quick_Planning_actuals(ctx, field, obj); ret != nil {
+					if ret := ec.direct_Planning_actuals(ctx, field, obj); ret != nil {
 						return ret
 					}
 					return ec._Planning_actuals(ctx, field, obj)
@@ -11603,14 +11603,14 @@ func (ec *executionContext) _Planning(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-// quick_Planning_targetItems answers the field from its
+// direct_Planning_targetItems answers the field from its
 // resolver's answer with one executor.LeafList, with no field context, when the
-// selection asks only for later leaves of a TargetItem; the resolver is
+// selection asks only for record leaves of a TargetItem; the resolver is
 // called only then. It is nil otherwise, and after an error or a failed
 // check: the field is then resolved the usual way, which calls the resolver
 // again and reports what it comes to at the field's path. A panic is
 // reported at that path here, and the field is null.
-func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
+func (ec *executionContext) direct_Planning_targetItems(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	defer func() {
 		if r := recover(); r != nil {
 			// As resolving the field reports a panic: once, at its path.
@@ -11620,12 +11620,12 @@ func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, fiel
 			ret = graphql.Null
 		}
 	}()
-	fields, ok := ec.laterFieldsTargetItem(field.Selections)
+	fields, ok := ec.recordFieldsTargetItem(field.Selections)
 	if !ok {
 		return nil
 	}
 	v, err := ec.Resolvers.Planning().TargetItems(ctx, obj)
-	if err != nil || checkLaterTargetItem(fields, v) != nil {
+	if err != nil || checkRecordTargetItem(fields, v) != nil {
 		return nil
 	}
 	if !ec.Spend(len(v) * (len(fields) + 1)) {
@@ -11634,14 +11634,14 @@ func (ec *executionContext) quick_Planning_targetItems(ctx context.Context, fiel
 	return executor.NewLeafList(fields, v, "TargetItem", leafTargetItem)
 }
 
-// quick_Planning_actuals answers the field from its
+// direct_Planning_actuals answers the field from its
 // resolver's answer with one executor.LeafList, with no field context, when the
-// selection asks only for later leaves of a PeriodAmount; the resolver is
+// selection asks only for record leaves of a PeriodAmount; the resolver is
 // called only then. It is nil otherwise, and after an error or a failed
 // check: the field is then resolved the usual way, which calls the resolver
 // again and reports what it comes to at the field's path. A panic is
 // reported at that path here, and the field is null.
-func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
+func (ec *executionContext) direct_Planning_actuals(ctx context.Context, field graphql.CollectedField, obj *upstream.Planning) (ret graphql.Marshaler) {
 	defer func() {
 		if r := recover(); r != nil {
 			// As resolving the field reports a panic: once, at its path.
@@ -11651,12 +11651,12 @@ func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field gr
 			ret = graphql.Null
 		}
 	}()
-	fields, ok := ec.laterFieldsPeriodAmount(field.Selections)
+	fields, ok := ec.recordFieldsPeriodAmount(field.Selections)
 	if !ok {
 		return nil
 	}
 	v, err := ec.Resolvers.Planning().Actuals(ctx, obj)
-	if err != nil || checkLaterPeriodAmount(fields, v) != nil {
+	if err != nil || checkRecordPeriodAmount(fields, v) != nil {
 		return nil
 	}
 	if v == nil {
@@ -11670,7 +11670,7 @@ func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field gr
 
 // leafListPlanning answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -11678,11 +11678,11 @@ func (ec *executionContext) quick_Planning_actuals(ctx context.Context, field gr
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.SelectionSet, v []upstream.Planning) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsPlanning(sel)
+	fields, ok := ec.recordFieldsPlanning(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterPlanning(fields, v); r != nil {
+	if r := checkRecordPlanning(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -11692,10 +11692,10 @@ func (ec *executionContext) leafListPlanning(ctx context.Context, sel ast.Select
 	return executor.NewLeafList(fields, v, "Planning", leafPlanning), true
 }
 
-// checkLaterPlanning checks the later leaves fields asks of every
+// checkRecordPlanning checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterPlanning(fields []graphql.CollectedField, v []upstream.Planning) (r any) {
+func checkRecordPlanning(fields []graphql.CollectedField, v []upstream.Planning) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -11722,9 +11722,9 @@ func checkLaterPlanning(fields []graphql.CollectedField, v []upstream.Planning) 
 	return nil
 }
 
-// laterFieldsPlanning is the fields sel asks of a Planning,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsPlanning(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsPlanning is the fields sel asks of a Planning,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsPlanning(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, planningImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11736,7 +11736,7 @@ func (ec *executionContext) laterFieldsPlanning(sel ast.SelectionSet) ([]graphql
 	return fields, true
 }
 
-// leafPlanning appends the later leaf named field of obj to b.
+// leafPlanning appends the record leaf named field of obj to b.
 func leafPlanning(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Planning)
 	switch field {
@@ -11766,7 +11766,7 @@ func leafPlanning(b []byte, field string, obj any) []byte {
 	case "createdAt":
 		return model.AppendDateTime(b, upstream.Timestamp(o.CreatedAt))
 	}
-	panic("not a later leaf of Planning: " + field)
+	panic("not a record leaf of Planning: " + field)
 }
 
 var planningActualsImplementors = []string{"PlanningActuals"}
@@ -11785,7 +11785,7 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 		case "__typename":
 			out.Values[i] = planningActualsTypename
 		case "planningId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "periods":
 			out.Values[i] = ec._PlanningActuals_periods(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11810,7 +11810,7 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 
 // leafListPlanningActuals answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -11818,7 +11818,7 @@ func (ec *executionContext) _PlanningActuals(ctx context.Context, sel ast.Select
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast.SelectionSet, v []model.PlanningActuals) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsPlanningActuals(sel)
+	fields, ok := ec.recordFieldsPlanningActuals(sel)
 	if !ok {
 		return nil, false
 	}
@@ -11828,9 +11828,9 @@ func (ec *executionContext) leafListPlanningActuals(ctx context.Context, sel ast
 	return executor.NewLeafList(fields, v, "PlanningActuals", leafPlanningActuals), true
 }
 
-// laterFieldsPlanningActuals is the fields sel asks of a PlanningActuals,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsPlanningActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsPlanningActuals is the fields sel asks of a PlanningActuals,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsPlanningActuals(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, planningActualsImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -11842,14 +11842,14 @@ func (ec *executionContext) laterFieldsPlanningActuals(sel ast.SelectionSet) ([]
 	return fields, true
 }
 
-// leafPlanningActuals appends the later leaf named field of obj to b.
+// leafPlanningActuals appends the record leaf named field of obj to b.
 func leafPlanningActuals(b []byte, field string, obj any) []byte {
 	o := obj.(*model.PlanningActuals)
 	switch field {
 	case "planningId":
 		return model.AppendString(b, string(o.PlanningID))
 	}
-	panic("not a later leaf of PlanningActuals: " + field)
+	panic("not a record leaf of PlanningActuals: " + field)
 }
 
 var queryImplementors = []string{"Query"}
@@ -11988,9 +11988,9 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 		case "__typename":
 			out.Values[i] = queryCostTypename
 		case "estimatedUpstreamCalls":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "maxUpstreamCalls":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12010,7 +12010,7 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 
 // leafListQueryCost answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12018,7 +12018,7 @@ func (ec *executionContext) _QueryCost(ctx context.Context, sel ast.SelectionSet
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.SelectionSet, v []model.QueryCost) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsQueryCost(sel)
+	fields, ok := ec.recordFieldsQueryCost(sel)
 	if !ok {
 		return nil, false
 	}
@@ -12028,9 +12028,9 @@ func (ec *executionContext) leafListQueryCost(ctx context.Context, sel ast.Selec
 	return executor.NewLeafList(fields, v, "QueryCost", leafQueryCost), true
 }
 
-// laterFieldsQueryCost is the fields sel asks of a QueryCost,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsQueryCost(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsQueryCost is the fields sel asks of a QueryCost,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsQueryCost(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, queryCostImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12042,7 +12042,7 @@ func (ec *executionContext) laterFieldsQueryCost(sel ast.SelectionSet) ([]graphq
 	return fields, true
 }
 
-// leafQueryCost appends the later leaf named field of obj to b.
+// leafQueryCost appends the record leaf named field of obj to b.
 func leafQueryCost(b []byte, field string, obj any) []byte {
 	o := obj.(*model.QueryCost)
 	switch field {
@@ -12054,7 +12054,7 @@ func leafQueryCost(b []byte, field string, obj any) []byte {
 		}
 		return model.AppendInt(b, int(*o.MaxUpstreamCalls))
 	}
-	panic("not a later leaf of QueryCost: " + field)
+	panic("not a record leaf of QueryCost: " + field)
 }
 
 var recommendationImplementors = []string{"Recommendation", "Node"}
@@ -12091,26 +12091,26 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "recommendationId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "recommendationName":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "estimatedMonthlySavings":
 			model.CheckFloat(obj.EstimatedMonthlySavings)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "implementationEffort":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "implementationEffortRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "category":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "actionType":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "accountName":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "region":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "resourceId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "extra":
 			if field.IsDeferred() {
 				executor.Defer(ctx, ec.OperationContext, &deferred, field,
@@ -12144,7 +12144,7 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 
 // leafListRecommendation answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12152,11 +12152,11 @@ func (ec *executionContext) _Recommendation(ctx context.Context, sel ast.Selecti
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.SelectionSet, v []upstream.Recommendation) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsRecommendation(sel)
+	fields, ok := ec.recordFieldsRecommendation(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterRecommendation(fields, v); r != nil {
+	if r := checkRecordRecommendation(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -12166,10 +12166,10 @@ func (ec *executionContext) leafListRecommendation(ctx context.Context, sel ast.
 	return executor.NewLeafList(fields, v, "Recommendation", leafRecommendation), true
 }
 
-// checkLaterRecommendation checks the later leaves fields asks of every
+// checkRecordRecommendation checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterRecommendation(fields []graphql.CollectedField, v []upstream.Recommendation) (r any) {
+func checkRecordRecommendation(fields []graphql.CollectedField, v []upstream.Recommendation) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -12182,9 +12182,9 @@ func checkLaterRecommendation(fields []graphql.CollectedField, v []upstream.Reco
 	return nil
 }
 
-// laterFieldsRecommendation is the fields sel asks of a Recommendation,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsRecommendation(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsRecommendation is the fields sel asks of a Recommendation,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsRecommendation(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, recommendationImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12196,7 +12196,7 @@ func (ec *executionContext) laterFieldsRecommendation(sel ast.SelectionSet) ([]g
 	return fields, true
 }
 
-// leafRecommendation appends the later leaf named field of obj to b.
+// leafRecommendation appends the record leaf named field of obj to b.
 func leafRecommendation(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.Recommendation)
 	switch field {
@@ -12221,7 +12221,7 @@ func leafRecommendation(b []byte, field string, obj any) []byte {
 	case "resourceId":
 		return model.AppendString(b, string(o.ResourceID))
 	}
-	panic("not a later leaf of Recommendation: " + field)
+	panic("not a record leaf of Recommendation: " + field)
 }
 
 var recommendationConnectionImplementors = []string{"RecommendationConnection"}
@@ -12290,7 +12290,7 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 		case "__typename":
 			out.Values[i] = recommendationEdgeTypename
 		case "cursor":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "node":
 			out.Values[i] = ec._RecommendationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -12315,7 +12315,7 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 
 // leafListRecommendationEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12323,7 +12323,7 @@ func (ec *executionContext) _RecommendationEdge(ctx context.Context, sel ast.Sel
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel ast.SelectionSet, v []model.RecommendationEdge) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsRecommendationEdge(sel)
+	fields, ok := ec.recordFieldsRecommendationEdge(sel)
 	if !ok {
 		return nil, false
 	}
@@ -12333,9 +12333,9 @@ func (ec *executionContext) leafListRecommendationEdge(ctx context.Context, sel 
 	return executor.NewLeafList(fields, v, "RecommendationEdge", leafRecommendationEdge), true
 }
 
-// laterFieldsRecommendationEdge is the fields sel asks of a RecommendationEdge,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsRecommendationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsRecommendationEdge is the fields sel asks of a RecommendationEdge,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsRecommendationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, recommendationEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12347,14 +12347,14 @@ func (ec *executionContext) laterFieldsRecommendationEdge(sel ast.SelectionSet) 
 	return fields, true
 }
 
-// leafRecommendationEdge appends the later leaf named field of obj to b.
+// leafRecommendationEdge appends the record leaf named field of obj to b.
 func leafRecommendationEdge(b []byte, field string, obj any) []byte {
 	o := obj.(*model.RecommendationEdge)
 	switch field {
 	case "cursor":
 		return model.AppendString(b, string(o.Cursor))
 	}
-	panic("not a later leaf of RecommendationEdge: " + field)
+	panic("not a record leaf of RecommendationEdge: " + field)
 }
 
 var scheduledNotificationImplementors = []string{"ScheduledNotification", "Node"}
@@ -12391,49 +12391,49 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "recipientEmail":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "subject":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "scheduleType":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "scheduleTypeRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "scheduledAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "recurrenceFrequency":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "recurrenceFrequencyRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "recurrenceTimezone":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "recurrenceWeekday":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "recurrenceDayOfMonth":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "cronExpression":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "status":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "statusRaw":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "sentAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "errorMessage":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "nextAttemptAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "createdAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "updatedAt":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "canvasId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "explorerReportId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "includeAssistantAnalysis":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12453,7 +12453,7 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 
 // leafListScheduledNotification answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12461,7 +12461,7 @@ func (ec *executionContext) _ScheduledNotification(ctx context.Context, sel ast.
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotification(ctx context.Context, sel ast.SelectionSet, v []upstream.ScheduledNotification) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsScheduledNotification(sel)
+	fields, ok := ec.recordFieldsScheduledNotification(sel)
 	if !ok {
 		return nil, false
 	}
@@ -12471,9 +12471,9 @@ func (ec *executionContext) leafListScheduledNotification(ctx context.Context, s
 	return executor.NewLeafList(fields, v, "ScheduledNotification", leafScheduledNotification), true
 }
 
-// laterFieldsScheduledNotification is the fields sel asks of a ScheduledNotification,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsScheduledNotification(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsScheduledNotification is the fields sel asks of a ScheduledNotification,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsScheduledNotification(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, scheduledNotificationImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12487,16 +12487,16 @@ func (ec *executionContext) laterFieldsScheduledNotification(sel ast.SelectionSe
 
 // leafObjectScheduledNotification answers v, a ScheduledNotification held by a member
 // of its parent's record, with one executor.LeafObject, which writes it from v
-// when the answer is written, if the selection asks only for later leaves
+// when the answer is written, if the selection asks only for record leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
 // left to be resolved, which reports the error at the field's path. The
-// type's later leaves check nothing, so writing v cannot fail.
+// type's record leaves check nothing, so writing v cannot fail.
 func (ec *executionContext) leafObjectScheduledNotification(sel ast.SelectionSet, v *upstream.ScheduledNotification, nonNull bool) (graphql.Marshaler, bool) {
 	if v == nil {
 		return graphql.Null, !nonNull
 	}
-	fields, ok := ec.laterFieldsScheduledNotification(sel)
+	fields, ok := ec.recordFieldsScheduledNotification(sel)
 	if !ok {
 		return nil, false
 	}
@@ -12506,7 +12506,7 @@ func (ec *executionContext) leafObjectScheduledNotification(sel ast.SelectionSet
 	return executor.NewLeafObject(fields, v, "ScheduledNotification", leafScheduledNotification), true
 }
 
-// leafScheduledNotification appends the later leaf named field of obj to b.
+// leafScheduledNotification appends the record leaf named field of obj to b.
 func leafScheduledNotification(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.ScheduledNotification)
 	switch field {
@@ -12573,7 +12573,7 @@ func leafScheduledNotification(b []byte, field string, obj any) []byte {
 	case "includeAssistantAnalysis":
 		return model.AppendBoolean(b, bool(o.IncludeAssistantAnalysis))
 	}
-	panic("not a later leaf of ScheduledNotification: " + field)
+	panic("not a record leaf of ScheduledNotification: " + field)
 }
 
 var scheduledNotificationConnectionImplementors = []string{"ScheduledNotificationConnection"}
@@ -12611,7 +12611,7 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 				out.Invalids++
 			}
 		case "totalCount":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12631,7 +12631,7 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 
 // leafListScheduledNotificationConnection answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12639,7 +12639,7 @@ func (ec *executionContext) _ScheduledNotificationConnection(ctx context.Context
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationConnection) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsScheduledNotificationConnection(sel)
+	fields, ok := ec.recordFieldsScheduledNotificationConnection(sel)
 	if !ok {
 		return nil, false
 	}
@@ -12649,9 +12649,9 @@ func (ec *executionContext) leafListScheduledNotificationConnection(ctx context.
 	return executor.NewLeafList(fields, v, "ScheduledNotificationConnection", leafScheduledNotificationConnection), true
 }
 
-// laterFieldsScheduledNotificationConnection is the fields sel asks of a ScheduledNotificationConnection,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsScheduledNotificationConnection(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsScheduledNotificationConnection is the fields sel asks of a ScheduledNotificationConnection,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsScheduledNotificationConnection(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, scheduledNotificationConnectionImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12663,14 +12663,14 @@ func (ec *executionContext) laterFieldsScheduledNotificationConnection(sel ast.S
 	return fields, true
 }
 
-// leafScheduledNotificationConnection appends the later leaf named field of obj to b.
+// leafScheduledNotificationConnection appends the record leaf named field of obj to b.
 func leafScheduledNotificationConnection(b []byte, field string, obj any) []byte {
 	o := obj.(*model.ScheduledNotificationConnection)
 	switch field {
 	case "totalCount":
 		return model.AppendInt(b, int(o.TotalCount))
 	}
-	panic("not a later leaf of ScheduledNotificationConnection: " + field)
+	panic("not a record leaf of ScheduledNotificationConnection: " + field)
 }
 
 var scheduledNotificationEdgeImplementors = []string{"ScheduledNotificationEdge"}
@@ -12689,7 +12689,7 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 		case "__typename":
 			out.Values[i] = scheduledNotificationEdgeTypename
 		case "cursor":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "node":
 			if m, ok := ec.leafObjectScheduledNotification(field.Selections, obj.Node, true); ok {
 				out.Values[i] = m
@@ -12718,7 +12718,7 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 
 // leafListScheduledNotificationEdge answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12726,7 +12726,7 @@ func (ec *executionContext) _ScheduledNotificationEdge(ctx context.Context, sel 
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Context, sel ast.SelectionSet, v []model.ScheduledNotificationEdge) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsScheduledNotificationEdge(sel)
+	fields, ok := ec.recordFieldsScheduledNotificationEdge(sel)
 	if !ok {
 		return nil, false
 	}
@@ -12736,9 +12736,9 @@ func (ec *executionContext) leafListScheduledNotificationEdge(ctx context.Contex
 	return executor.NewLeafList(fields, v, "ScheduledNotificationEdge", leafScheduledNotificationEdge), true
 }
 
-// laterFieldsScheduledNotificationEdge is the fields sel asks of a ScheduledNotificationEdge,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsScheduledNotificationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsScheduledNotificationEdge is the fields sel asks of a ScheduledNotificationEdge,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsScheduledNotificationEdge(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, scheduledNotificationEdgeImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12750,14 +12750,14 @@ func (ec *executionContext) laterFieldsScheduledNotificationEdge(sel ast.Selecti
 	return fields, true
 }
 
-// leafScheduledNotificationEdge appends the later leaf named field of obj to b.
+// leafScheduledNotificationEdge appends the record leaf named field of obj to b.
 func leafScheduledNotificationEdge(b []byte, field string, obj any) []byte {
 	o := obj.(*model.ScheduledNotificationEdge)
 	switch field {
 	case "cursor":
 		return model.AppendString(b, string(o.Cursor))
 	}
-	panic("not a later leaf of ScheduledNotificationEdge: " + field)
+	panic("not a record leaf of ScheduledNotificationEdge: " + field)
 }
 
 var summaryCardImplementors = []string{"SummaryCard"}
@@ -12776,15 +12776,15 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 		case "__typename":
 			out.Values[i] = summaryCardTypename
 		case "title":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "description":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "value":
 			model.CheckFloat(obj.Value)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "previousValue":
 			model.CheckFloat(obj.PreviousValue)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12804,7 +12804,7 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 
 // leafListSummaryCard answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12812,11 +12812,11 @@ func (ec *executionContext) _SummaryCard(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.SelectionSet, v []upstream.SummaryCard) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsSummaryCard(sel)
+	fields, ok := ec.recordFieldsSummaryCard(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterSummaryCard(fields, v); r != nil {
+	if r := checkRecordSummaryCard(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -12826,10 +12826,10 @@ func (ec *executionContext) leafListSummaryCard(ctx context.Context, sel ast.Sel
 	return executor.NewLeafList(fields, v, "SummaryCard", leafSummaryCard), true
 }
 
-// checkLaterSummaryCard checks the later leaves fields asks of every
+// checkRecordSummaryCard checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterSummaryCard(fields []graphql.CollectedField, v []upstream.SummaryCard) (r any) {
+func checkRecordSummaryCard(fields []graphql.CollectedField, v []upstream.SummaryCard) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -12846,9 +12846,9 @@ func checkLaterSummaryCard(fields []graphql.CollectedField, v []upstream.Summary
 	return nil
 }
 
-// laterFieldsSummaryCard is the fields sel asks of a SummaryCard,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsSummaryCard(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsSummaryCard is the fields sel asks of a SummaryCard,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsSummaryCard(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, summaryCardImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12860,7 +12860,7 @@ func (ec *executionContext) laterFieldsSummaryCard(sel ast.SelectionSet) ([]grap
 	return fields, true
 }
 
-// leafSummaryCard appends the later leaf named field of obj to b.
+// leafSummaryCard appends the record leaf named field of obj to b.
 func leafSummaryCard(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.SummaryCard)
 	switch field {
@@ -12873,7 +12873,7 @@ func leafSummaryCard(b []byte, field string, obj any) []byte {
 	case "previousValue":
 		return model.AppendFloat(b, float64(o.PreviousValue))
 	}
-	panic("not a later leaf of SummaryCard: " + field)
+	panic("not a record leaf of SummaryCard: " + field)
 }
 
 var targetItemImplementors = []string{"TargetItem"}
@@ -12892,10 +12892,10 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 		case "__typename":
 			out.Values[i] = targetItemTypename
 		case "dimensionValue":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "amount":
 			model.CheckFloat(obj.Amount)
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12915,7 +12915,7 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 
 // leafListTargetItem answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -12923,11 +12923,11 @@ func (ec *executionContext) _TargetItem(ctx context.Context, sel ast.SelectionSe
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.SelectionSet, v []model.TargetItem) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsTargetItem(sel)
+	fields, ok := ec.recordFieldsTargetItem(sel)
 	if !ok {
 		return nil, false
 	}
-	if r := checkLaterTargetItem(fields, v); r != nil {
+	if r := checkRecordTargetItem(fields, v); r != nil {
 		graphql.AddError(ctx, graphql.Recover(ctx, r))
 		return graphql.Array(nil), true
 	}
@@ -12937,10 +12937,10 @@ func (ec *executionContext) leafListTargetItem(ctx context.Context, sel ast.Sele
 	return executor.NewLeafList(fields, v, "TargetItem", leafTargetItem), true
 }
 
-// checkLaterTargetItem checks the later leaves fields asks of every
+// checkRecordTargetItem checks the record leaves fields asks of every
 // element of v, as resolving each would, and returns what a failed check
 // panicked with, or nil.
-func checkLaterTargetItem(fields []graphql.CollectedField, v []model.TargetItem) (r any) {
+func checkRecordTargetItem(fields []graphql.CollectedField, v []model.TargetItem) (r any) {
 	defer func() { r = recover() }()
 	for i := range fields {
 		switch fields[i].Name {
@@ -12953,9 +12953,9 @@ func checkLaterTargetItem(fields []graphql.CollectedField, v []model.TargetItem)
 	return nil
 }
 
-// laterFieldsTargetItem is the fields sel asks of a TargetItem,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsTargetItem(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsTargetItem is the fields sel asks of a TargetItem,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsTargetItem(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, targetItemImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -12967,7 +12967,7 @@ func (ec *executionContext) laterFieldsTargetItem(sel ast.SelectionSet) ([]graph
 	return fields, true
 }
 
-// leafTargetItem appends the later leaf named field of obj to b.
+// leafTargetItem appends the record leaf named field of obj to b.
 func leafTargetItem(b []byte, field string, obj any) []byte {
 	o := obj.(*model.TargetItem)
 	switch field {
@@ -12976,7 +12976,7 @@ func leafTargetItem(b []byte, field string, obj any) []byte {
 	case "amount":
 		return model.AppendFloat(b, float64(o.Amount))
 	}
-	panic("not a later leaf of TargetItem: " + field)
+	panic("not a record leaf of TargetItem: " + field)
 }
 
 var updateBudgetPayloadImplementors = []string{"UpdateBudgetPayload"}
@@ -13006,7 +13006,7 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 				out.Invalids++
 			}
 		case "idempotencyKey":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13026,7 +13026,7 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 
 // leafListUpdateBudgetPayload answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -13034,16 +13034,16 @@ func (ec *executionContext) _UpdateBudgetPayload(ctx context.Context, sel ast.Se
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUpdateBudgetPayload(ctx context.Context, sel ast.SelectionSet, v []model.UpdateBudgetPayload) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsUpdateBudgetPayload(sel)
+	fields, ok := ec.recordFieldsUpdateBudgetPayload(sel)
 	if !ok {
 		return nil, false
 	}
 	return executor.NewLeafList(fields, v, "UpdateBudgetPayload", leafUpdateBudgetPayload), true
 }
 
-// laterFieldsUpdateBudgetPayload is the fields sel asks of a UpdateBudgetPayload,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsUpdateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsUpdateBudgetPayload is the fields sel asks of a UpdateBudgetPayload,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsUpdateBudgetPayload(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, updateBudgetPayloadImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13055,14 +13055,14 @@ func (ec *executionContext) laterFieldsUpdateBudgetPayload(sel ast.SelectionSet)
 	return fields, true
 }
 
-// leafUpdateBudgetPayload appends the later leaf named field of obj to b.
+// leafUpdateBudgetPayload appends the record leaf named field of obj to b.
 func leafUpdateBudgetPayload(b []byte, field string, obj any) []byte {
 	o := obj.(*model.UpdateBudgetPayload)
 	switch field {
 	case "idempotencyKey":
 		return model.AppendString(b, string(o.IdempotencyKey))
 	}
-	panic("not a later leaf of UpdateBudgetPayload: " + field)
+	panic("not a record leaf of UpdateBudgetPayload: " + field)
 }
 
 var userImplementors = []string{"User", "Node"}
@@ -13099,13 +13099,13 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "upstreamId":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "firstName":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "lastName":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "email":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13125,7 +13125,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 
 // leafListUser answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -13133,7 +13133,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionSet, v []upstream.User) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsUser(sel)
+	fields, ok := ec.recordFieldsUser(sel)
 	if !ok {
 		return nil, false
 	}
@@ -13143,9 +13143,9 @@ func (ec *executionContext) leafListUser(ctx context.Context, sel ast.SelectionS
 	return executor.NewLeafList(fields, v, "User", leafUser), true
 }
 
-// laterFieldsUser is the fields sel asks of a User,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsUser(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsUser is the fields sel asks of a User,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsUser(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, userImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13159,16 +13159,16 @@ func (ec *executionContext) laterFieldsUser(sel ast.SelectionSet) ([]graphql.Col
 
 // leafObjectUser answers v, a User held by a member
 // of its parent's record, with one executor.LeafObject, which writes it from v
-// when the answer is written, if the selection asks only for later leaves
+// when the answer is written, if the selection asks only for record leaves
 // (and __typename); ok is false otherwise, and the field is resolved as
 // any other. A nil v is null, unless the field is not nullable: then it is
 // left to be resolved, which reports the error at the field's path. The
-// type's later leaves check nothing, so writing v cannot fail.
+// type's record leaves check nothing, so writing v cannot fail.
 func (ec *executionContext) leafObjectUser(sel ast.SelectionSet, v *upstream.User, nonNull bool) (graphql.Marshaler, bool) {
 	if v == nil {
 		return graphql.Null, !nonNull
 	}
-	fields, ok := ec.laterFieldsUser(sel)
+	fields, ok := ec.recordFieldsUser(sel)
 	if !ok {
 		return nil, false
 	}
@@ -13178,7 +13178,7 @@ func (ec *executionContext) leafObjectUser(sel ast.SelectionSet, v *upstream.Use
 	return executor.NewLeafObject(fields, v, "User", leafUser), true
 }
 
-// leafUser appends the later leaf named field of obj to b.
+// leafUser appends the record leaf named field of obj to b.
 func leafUser(b []byte, field string, obj any) []byte {
 	o := obj.(*upstream.User)
 	switch field {
@@ -13191,7 +13191,7 @@ func leafUser(b []byte, field string, obj any) []byte {
 	case "email":
 		return model.AppendString(b, string(o.Email))
 	}
-	panic("not a later leaf of User: " + field)
+	panic("not a record leaf of User: " + field)
 }
 
 var userErrorImplementors = []string{"UserError"}
@@ -13212,14 +13212,14 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 				out.Invalids++
 			}
 		case "message":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "code":
 			out.Values[i] = ec._UserError_code(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "upstreamCode":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13239,7 +13239,7 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 
 // leafListUserError answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -13247,16 +13247,16 @@ func (ec *executionContext) _UserError(ctx context.Context, sel ast.SelectionSet
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafListUserError(ctx context.Context, sel ast.SelectionSet, v []model.UserError) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFieldsUserError(sel)
+	fields, ok := ec.recordFieldsUserError(sel)
 	if !ok {
 		return nil, false
 	}
 	return executor.NewLeafList(fields, v, "UserError", leafUserError), true
 }
 
-// laterFieldsUserError is the fields sel asks of a UserError,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFieldsUserError(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFieldsUserError is the fields sel asks of a UserError,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFieldsUserError(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, userErrorImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13268,7 +13268,7 @@ func (ec *executionContext) laterFieldsUserError(sel ast.SelectionSet) ([]graphq
 	return fields, true
 }
 
-// leafUserError appends the later leaf named field of obj to b.
+// leafUserError appends the record leaf named field of obj to b.
 func leafUserError(b []byte, field string, obj any) []byte {
 	o := obj.(*model.UserError)
 	switch field {
@@ -13280,7 +13280,7 @@ func leafUserError(b []byte, field string, obj any) []byte {
 		}
 		return model.AppendString(b, string(*o.UpstreamCode))
 	}
-	panic("not a later leaf of UserError: " + field)
+	panic("not a record leaf of UserError: " + field)
 }
 
 var __DirectiveImplementors = []string{"__Directive"}
@@ -13299,14 +13299,14 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 		case "__typename":
 			out.Values[i] = __DirectiveTypename
 		case "name":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "description":
 			out.Values[i] = ec.___Directive_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "isRepeatable":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "locations":
 			out.Values[i] = ec.___Directive_locations(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13336,7 +13336,7 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 
 // leafList__Directive answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -13344,7 +13344,7 @@ func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFields__Directive(sel)
+	fields, ok := ec.recordFields__Directive(sel)
 	if !ok {
 		return nil, false
 	}
@@ -13354,9 +13354,9 @@ func (ec *executionContext) leafList__Directive(ctx context.Context, sel ast.Sel
 	return executor.NewLeafList(fields, v, "__Directive", leaf__Directive), true
 }
 
-// laterFields__Directive is the fields sel asks of a __Directive,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFields__Directive(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFields__Directive is the fields sel asks of a __Directive,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFields__Directive(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, __DirectiveImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13368,7 +13368,7 @@ func (ec *executionContext) laterFields__Directive(sel ast.SelectionSet) ([]grap
 	return fields, true
 }
 
-// leaf__Directive appends the later leaf named field of obj to b.
+// leaf__Directive appends the record leaf named field of obj to b.
 func leaf__Directive(b []byte, field string, obj any) []byte {
 	o := obj.(*introspection.Directive)
 	switch field {
@@ -13377,7 +13377,7 @@ func leaf__Directive(b []byte, field string, obj any) []byte {
 	case "isRepeatable":
 		return model.AppendBoolean(b, bool(o.IsRepeatable))
 	}
-	panic("not a later leaf of __Directive: " + field)
+	panic("not a record leaf of __Directive: " + field)
 }
 
 var __EnumValueImplementors = []string{"__EnumValue"}
@@ -13396,7 +13396,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 		case "__typename":
 			out.Values[i] = __EnumValueTypename
 		case "name":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "description":
 			out.Values[i] = ec.___EnumValue_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -13431,7 +13431,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 
 // leafList__EnumValue answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -13439,7 +13439,7 @@ func (ec *executionContext) ___EnumValue(ctx context.Context, sel ast.SelectionS
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFields__EnumValue(sel)
+	fields, ok := ec.recordFields__EnumValue(sel)
 	if !ok {
 		return nil, false
 	}
@@ -13449,9 +13449,9 @@ func (ec *executionContext) leafList__EnumValue(ctx context.Context, sel ast.Sel
 	return executor.NewLeafList(fields, v, "__EnumValue", leaf__EnumValue), true
 }
 
-// laterFields__EnumValue is the fields sel asks of a __EnumValue,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFields__EnumValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFields__EnumValue is the fields sel asks of a __EnumValue,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFields__EnumValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, __EnumValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13463,14 +13463,14 @@ func (ec *executionContext) laterFields__EnumValue(sel ast.SelectionSet) ([]grap
 	return fields, true
 }
 
-// leaf__EnumValue appends the later leaf named field of obj to b.
+// leaf__EnumValue appends the record leaf named field of obj to b.
 func leaf__EnumValue(b []byte, field string, obj any) []byte {
 	o := obj.(*introspection.EnumValue)
 	switch field {
 	case "name":
 		return model.AppendString(b, string(o.Name))
 	}
-	panic("not a later leaf of __EnumValue: " + field)
+	panic("not a record leaf of __EnumValue: " + field)
 }
 
 var __FieldImplementors = []string{"__Field"}
@@ -13489,7 +13489,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 		case "__typename":
 			out.Values[i] = __FieldTypename
 		case "name":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "description":
 			out.Values[i] = ec.___Field_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -13534,7 +13534,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 
 // leafList__Field answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -13542,7 +13542,7 @@ func (ec *executionContext) ___Field(ctx context.Context, sel ast.SelectionSet, 
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.SelectionSet, v []introspection.Field) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFields__Field(sel)
+	fields, ok := ec.recordFields__Field(sel)
 	if !ok {
 		return nil, false
 	}
@@ -13552,9 +13552,9 @@ func (ec *executionContext) leafList__Field(ctx context.Context, sel ast.Selecti
 	return executor.NewLeafList(fields, v, "__Field", leaf__Field), true
 }
 
-// laterFields__Field is the fields sel asks of a __Field,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFields__Field(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFields__Field is the fields sel asks of a __Field,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFields__Field(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, __FieldImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13566,14 +13566,14 @@ func (ec *executionContext) laterFields__Field(sel ast.SelectionSet) ([]graphql.
 	return fields, true
 }
 
-// leaf__Field appends the later leaf named field of obj to b.
+// leaf__Field appends the record leaf named field of obj to b.
 func leaf__Field(b []byte, field string, obj any) []byte {
 	o := obj.(*introspection.Field)
 	switch field {
 	case "name":
 		return model.AppendString(b, string(o.Name))
 	}
-	panic("not a later leaf of __Field: " + field)
+	panic("not a record leaf of __Field: " + field)
 }
 
 var __InputValueImplementors = []string{"__InputValue"}
@@ -13592,7 +13592,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 		case "__typename":
 			out.Values[i] = __InputValueTypename
 		case "name":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "description":
 			out.Values[i] = ec.___InputValue_description(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -13604,7 +13604,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 				out.Invalids++
 			}
 		case "defaultValue":
-			out.Values[i] = executor.LaterLeaf{}
+			out.Values[i] = executor.RecordLeaf{}
 		case "isDeprecated":
 			out.Values[i] = ec.___InputValue_isDeprecated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13634,7 +13634,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 
 // leafList__InputValue answers the list v with one executor.LeafList, which
 // writes every element from the element itself, when the selection asks
-// only for later leaves (and __typename); ok is false otherwise, and the
+// only for record leaves (and __typename); ok is false otherwise, and the
 // list is resolved element by element. What the fields check is checked
 // here, for every element: a value that fails (a Float that is not finite,
 // which only a bug of the gateway's can make) makes the list empty, as it
@@ -13642,7 +13642,7 @@ func (ec *executionContext) ___InputValue(ctx context.Context, sel ast.Selection
 // one at each element's. The list's writing does no work a cancelled
 // request could save, so it does not look at the request's context.
 func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) (graphql.Marshaler, bool) {
-	fields, ok := ec.laterFields__InputValue(sel)
+	fields, ok := ec.recordFields__InputValue(sel)
 	if !ok {
 		return nil, false
 	}
@@ -13652,9 +13652,9 @@ func (ec *executionContext) leafList__InputValue(ctx context.Context, sel ast.Se
 	return executor.NewLeafList(fields, v, "__InputValue", leaf__InputValue), true
 }
 
-// laterFields__InputValue is the fields sel asks of a __InputValue,
-// and whether they are all later leaves (or __typename).
-func (ec *executionContext) laterFields__InputValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
+// recordFields__InputValue is the fields sel asks of a __InputValue,
+// and whether they are all record leaves (or __typename).
+func (ec *executionContext) recordFields__InputValue(sel ast.SelectionSet) ([]graphql.CollectedField, bool) {
 	fields := ec.CollectFields(sel, __InputValueImplementors)
 	for i := range fields {
 		switch fields[i].Name {
@@ -13666,7 +13666,7 @@ func (ec *executionContext) laterFields__InputValue(sel ast.SelectionSet) ([]gra
 	return fields, true
 }
 
-// leaf__InputValue appends the later leaf named field of obj to b.
+// leaf__InputValue appends the record leaf named field of obj to b.
 func leaf__InputValue(b []byte, field string, obj any) []byte {
 	o := obj.(*introspection.InputValue)
 	switch field {
@@ -13678,7 +13678,7 @@ func leaf__InputValue(b []byte, field string, obj any) []byte {
 		}
 		return model.AppendString(b, string(*o.DefaultValue))
 	}
-	panic("not a later leaf of __InputValue: " + field)
+	panic("not a record leaf of __InputValue: " + field)
 }
 
 var __SchemaImplementors = []string{"__Schema"}

@@ -70,7 +70,7 @@ func (e *Enum) value(v string) enumOut {
 // marshal writes the GraphQL value of an upstream string.
 func (e *Enum) marshal(v string) graphql.Marshaler { return e.value(v).m }
 
-// append appends what marshal writes, for the executor's later leaves.
+// append appends what marshal writes, for the executor's record leaves.
 func (e *Enum) append(b []byte, v string) []byte { return append(b, e.value(v).quoted...) }
 
 // unmarshal returns the upstream string of a GraphQL value. UNKNOWN stands

@@ -354,7 +354,7 @@ func checkMarshalString(t *testing.T, s string) {
 }
 
 // Each Append function appends exactly what its marshaler writes: the
-// executor writes a later leaf with the one (internal/gqlgen's appenders)
+// executor writes a record leaf with the one (internal/gqlgen's appenders)
 // and any other with the other.
 func TestAppendersWriteWhatMarshalersWrite(t *testing.T) {
 	t.Parallel()

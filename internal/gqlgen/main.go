@@ -38,15 +38,15 @@
 //     the object alone and never wait.
 //   - Such a leaf that cannot fail (no error needs its path) and whose
 //     marshaler has an appender (a String, a Float, a Date, an enum of
-//     graph/model…) is a later leaf: nothing is made for it when it is
+//     graph/model…) is a record leaf: nothing is made for it when it is
 //     resolved, and its object appends it from the struct member when the
 //     answer is written.
 //   - A list of values of an object type, whose selection asks only for
-//     later leaves, is one executor.LeafList; an object held by a plain
+//     record leaves, is one executor.LeafList; an object held by a plain
 //     member of its parent's record, one executor.LeafObject.
 //   - An inline resolver of a scalar whose marshalling cannot fail (the
 //     global ids), or of a list of objects whose selection asks only for
-//     later leaves (and the loaded lists of loadedLists), is answered from
+//     record leaves (and the loaded lists of loadedLists), is answered from
 //     its resolver's answer with no field context; only an error makes the
 //     field resolve the usual way, which reports it at the field's path.
 package main
@@ -121,7 +121,7 @@ func loadingFields(o *codegen.Object) int {
 // loadedLists are resolvers of lists of objects that load, and that the
 // executor may call twice: each answers from the request's loaders, which
 // keep what a key came to, error included, so a second call makes no
-// upstream call and answers the same (quickList).
+// upstream call and answers the same (directList).
 var loadedLists = map[string]bool{
 	"Planning.actuals": true,
 }
@@ -186,7 +186,7 @@ func run() error {
 		objects[o.Name] = o
 	}
 	// leafObject reports whether the field f holds an object that is
-	// written like a later leaf when its selection allows (leafObjects);
+	// written like a record leaf when its selection allows (leafObjects);
 	// heldLeafObjects are the types of such fields, which get the function.
 	leafObject := func(f *codegen.Field) bool {
 		if fieldDirectives || !plainMember(f) || f.TypeReference.IsSlice() {
@@ -196,11 +196,11 @@ func run() error {
 		return o != nil && leafObjects(o)
 	}
 	laterLeaves := func(o *codegen.Object) bool {
-		return !fieldDirectives && slices.ContainsFunc(o.Fields, laterLeaf)
+		return !fieldDirectives && slices.ContainsFunc(o.Fields, recordLeaf)
 	}
-	// quick reports whether the field f is a quick list as rendered.
+	// quick reports whether the field f is a direct list as rendered.
 	quick := func(f *codegen.Field) bool {
-		if fieldDirectives || !quickList(f) || cfg.Exec.WorkerLimit != 1 {
+		if fieldDirectives || !directList(f) || cfg.Exec.WorkerLimit != 1 {
 			return false
 		}
 		o := objects[f.TypeReference.Elem().Definition.Name]
@@ -252,25 +252,25 @@ func run() error {
 			"leafNeedsPath":  leafNeedsPath,
 			"inlineResolver": func(f *codegen.Field) bool { return inlineResolvers[f.Object.Name+"."+f.Name] },
 			"loadingFields":  loadingFields,
-			"laterLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && laterLeaf(f) },
+			"recordLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && recordLeaf(f) },
 			"laterLeaves":    laterLeaves,
 			"laterAppend":    laterAppend,
-			"someLaterLeaves": func(t *config.TypeReference) bool {
+			"someRecordLeaves": func(t *config.TypeReference) bool {
 				o := objects[t.Definition.Name]
 				return o != nil && !o.Root && laterLeaves(o)
 			},
-			"laterCheck":  laterCheck,
+			"recordCheck":  recordCheck,
 			"inPlace":     inPlace,
 			"leafObjects": func(o *codegen.Object) bool { return heldLeafObjects[o.Name] },
 			"leafObject":  leafObject,
 			"quickResolver": func(f *codegen.Field) bool {
 				return !fieldDirectives && quickResolver(f)
 			},
-			"laterChecks": func(name string) bool {
+			"recordChecks": func(name string) bool {
 				o := objects[name]
-				return o != nil && laterChecks(o)
+				return o != nil && recordChecks(o)
 			},
-			"quickList":  quick,
+			"directList":  quick,
 			"answerKept": func(name string) bool { return kept[name] },
 		},
 	})
@@ -348,7 +348,7 @@ func relative(path string) string {
 
 // checkInline fails when inlineResolvers or loadedLists names a field that
 // is not a resolver of the schema, a field in both, or a loaded list that is
-// not rendered as a quick list (quick), so that neither list can go stale
+// not rendered as a direct list (quick), so that neither list can go stale
 // silently.
 func checkInline(data *codegen.Data, quick func(*codegen.Field) bool) error {
 	found := map[string]bool{}
@@ -365,7 +365,7 @@ func checkInline(data *codegen.Data, quick func(*codegen.Field) bool) error {
 				return fmt.Errorf("%s is in both inlineResolvers and loadedLists: a resolver that loads is not inline", key)
 			}
 			if loadedLists[key] && !quick(f) {
-				return fmt.Errorf("loadedLists: %s is not written as a quick list (a list of objects with later leaves)", key)
+				return fmt.Errorf("loadedLists: %s is not written as a direct list (a list of objects with record leaves)", key)
 			}
 			found[key] = true
 		}
@@ -418,16 +418,16 @@ func quickResolver(f *codegen.Field) bool {
 	return (k == ast.Scalar || k == ast.Enum) && !leafNeedsPath(f)
 }
 
-// quickList reports whether f, one of inlineResolvers or loadedLists, is
+// directList reports whether f, one of inlineResolvers or loadedLists, is
 // written from its resolver's answer with no field context when its
-// selection asks only for later leaves of its elements' type: a list of
+// selection asks only for record leaves of its elements' type: a list of
 // values (not pointers) of an object type, with no arguments or
 // directives. Only then is the resolver called; an error or an element
 // whose check fails makes the field resolve the usual way, which calls the
 // resolver again and reports it at the field's path, and a panic is reported
 // at that path at once. Like a quickResolver it must not read the field
 // context.
-func quickList(f *codegen.Field) bool {
+func directList(f *codegen.Field) bool {
 	key := f.Object.Name + "." + f.Name
 	if !inlineResolvers[key] && !loadedLists[key] || !bareResolver(f) || !f.TypeReference.IsSlice() {
 		return false
@@ -438,28 +438,28 @@ func quickList(f *codegen.Field) bool {
 
 // bareResolver reports whether f, of an object that is not a root, has no
 // arguments or directives and is not batched: what a quick resolver or a
-// quick list may be.
+// direct list may be.
 func bareResolver(f *codegen.Field) bool {
 	return !f.Object.Root && len(f.Args) == 0 && !f.HasDirectives() && !f.IsBatch() &&
 		f.TypeReference != nil && f.TypeReference.Definition != nil
 }
 
 // leafObjects reports whether an object of type o, held by a plain member
-// of its parent's record, is written like a later leaf when its selection
-// asks only for later leaves (executor.LeafObject): o has later leaves, and none
+// of its parent's record, is written like a record leaf when its selection
+// asks only for record leaves (executor.LeafObject): o has record leaves, and none
 // checks its value, whose failure would need the field's context for its
 // error.
 func leafObjects(o *codegen.Object) bool {
-	if o.Root || !slices.ContainsFunc(o.Fields, laterLeaf) {
+	if o.Root || !slices.ContainsFunc(o.Fields, recordLeaf) {
 		return false
 	}
-	return !laterChecks(o)
+	return !recordChecks(o)
 }
 
-// laterChecks reports whether a later leaf of o checks its value when it is
-// resolved (laterCheck).
-func laterChecks(o *codegen.Object) bool {
-	return slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return laterLeaf(f) && laterCheck(f, "v") != "" })
+// recordChecks reports whether a record leaf of o checks its value when it is
+// resolved (recordCheck).
+func recordChecks(o *codegen.Object) bool {
+	return slices.ContainsFunc(o.Fields, func(f *codegen.Field) bool { return recordLeaf(f) && recordCheck(f, "v") != "" })
 }
 
 // leafNeedsPath reports whether marshalling the plain leaf f may report an
@@ -479,7 +479,7 @@ func leafNeedsPath(f *codegen.Field) bool {
 	return !neverNullFunc(t.Marshaler, t.Definition.Kind == ast.Enum)
 }
 
-// appender is how a later leaf is written: fn(b, typ(v)) appends what the
+// appender is how a record leaf is written: fn(b, typ(v)) appends what the
 // field's marshal function writes for v; check, when set, is called with v
 // when the field is resolved, so that a value the marshaler would refuse
 // panics where the executor recovers, not while the answer is written.
@@ -513,11 +513,11 @@ func appenderOf(t *config.TypeReference) (appender, bool) {
 	return appender{}, false
 }
 
-// laterLeaf reports whether the plain leaf f is written later: its
+// recordLeaf reports whether the plain leaf f is written later: its
 // executor.Object appends it from the struct member when the answer is written,
 // with no Marshaler made for it when it is resolved. Such a leaf cannot
 // fail (no path needed), and its marshaler has an appender.
-func laterLeaf(f *codegen.Field) bool {
+func recordLeaf(f *codegen.Field) bool {
 	if !plainLeaf(f) || leafNeedsPath(f) || f.TypeReference.Marshaler == nil {
 		return false
 	}
@@ -525,7 +525,7 @@ func laterLeaf(f *codegen.Field) bool {
 	return ok
 }
 
-// laterAppend is the code that appends the later leaf f of o to b.
+// laterAppend is the code that appends the record leaf f of o to b.
 func laterAppend(f *codegen.Field, o string) string {
 	a, _ := appenderOf(f.TypeReference)
 	v := o + "." + f.GoFieldName
@@ -535,9 +535,9 @@ func laterAppend(f *codegen.Field, o string) string {
 	return fmt.Sprintf("return %s(b, %s(%s))", a.fn, a.typ, v)
 }
 
-// laterCheck is the code that checks the later leaf f of o when it is
+// recordCheck is the code that checks the record leaf f of o when it is
 // resolved, or nothing.
-func laterCheck(f *codegen.Field, o string) string {
+func recordCheck(f *codegen.Field, o string) string {
 	a, _ := appenderOf(f.TypeReference)
 	if a.check == "" {
 		return ""
@@ -551,7 +551,7 @@ func laterCheck(f *codegen.Field, o string) string {
 
 // inPlace reports whether a list's element of type t is resolved from the
 // element itself (&v[i]) rather than from a copy: a value (not a pointer) of
-// an object type, whose later leaves would otherwise keep the copy on the
+// an object type, whose record leaves would otherwise keep the copy on the
 // heap.
 func inPlace(t *config.TypeReference) bool {
 	return !t.IsNilable() && t.Definition.Kind == ast.Object

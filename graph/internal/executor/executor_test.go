@@ -26,7 +26,7 @@ func leafRecord(b []byte, name string, obj any) []byte {
 	case "b":
 		return strconv.AppendInt(b, int64(r.B), 10)
 	}
-	panic("not a later leaf: " + name)
+	panic("not a record leaf: " + name)
 }
 
 func marshal(m graphql.Marshaler) string {
@@ -39,7 +39,7 @@ func TestObjectWritesEachAliasOnce(t *testing.T) {
 	t.Parallel()
 	o := NewObject([]graphql.CollectedField{field("a", "a"), field("x", "b"), field("a", "a"), field("s", "s")})
 	o.Record, o.Leaf = &record{A: 1, B: 2}, leafRecord
-	o.Values[0], o.Values[1], o.Values[2] = LaterLeaf{}, LaterLeaf{}, LaterLeaf{}
+	o.Values[0], o.Values[1], o.Values[2] = RecordLeaf{}, RecordLeaf{}, RecordLeaf{}
 	o.Values[3] = graphql.MarshalString("t")
 	if got, want := marshal(o), `{"a":1,"x":2,"s":"t"}`; got != want {
 		t.Errorf("got %s, want %s", got, want)

@@ -10,7 +10,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 )
 
-// LeafObject is an object whose selection asks only for later leaves (and
+// LeafObject is an object whose selection asks only for record leaves (and
 // __typename), written from its record as one element of a LeafList is.
 type LeafObject struct {
 	fields   []graphql.CollectedField
@@ -22,7 +22,7 @@ type LeafObject struct {
 }
 
 // NewLeafObject returns the writer of obj, of the GraphQL type typename,
-// whose selection collected fields, each a later leaf or __typename.
+// whose selection collected fields, each a record leaf or __typename.
 func NewLeafObject(fields []graphql.CollectedField, obj any, typename string, leaf LeafFunc) *LeafObject {
 	l := &LeafObject{fields: fields, obj: obj, typename: typename, leaf: leaf}
 	l.written = leafWritten(l.small[:0], fields)
@@ -39,7 +39,7 @@ func (l *LeafObject) MarshalGQL(w io.Writer) {
 	_, _ = w.Write(appendLeaves(b, l.fields, l.written, l.typename, l.leaf, l.obj))
 }
 
-// LeafList is a list of objects whose selection asks only for later leaves
+// LeafList is a list of objects whose selection asks only for record leaves
 // (and __typename), written from the elements themselves: no Object,
 // Marshaler or field set per element. It writes each alias once, as Object
 // does.
@@ -52,7 +52,7 @@ type LeafList[T any] struct {
 }
 
 // NewLeafList returns the writer of items, of the GraphQL type typename,
-// whose selection collected fields, each a later leaf or __typename; leaf
+// whose selection collected fields, each a record leaf or __typename; leaf
 // is given a *T.
 func NewLeafList[T any](fields []graphql.CollectedField, items []T, typename string, leaf LeafFunc) *LeafList[T] {
 	return &LeafList[T]{fields: fields, written: leafWritten(make([]int, 0, len(fields)), fields), items: items, typename: typename, leaf: leaf}

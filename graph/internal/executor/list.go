@@ -9,7 +9,7 @@ import (
 
 // List marshals the elements of v with marshal, one after another on this
 // goroutine, each from the element itself (&v[i]), not from a copy, which
-// its later leaves would keep on the heap. It is what gqlgen's
+// its record leaves would keep on the heap. It is what gqlgen's
 // graphql.MarshalSliceConcurrently does with exec.worker_limit 1, whose
 // semaphore of one marshals the elements in the same order, without a
 // goroutine, a semaphore waiter and a closure for each: as there, each

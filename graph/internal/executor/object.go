@@ -1,6 +1,6 @@
 // Package executor is the runtime code of the generated executor
 // (graph/generated) where internal/gqlgen's templates differ from gqlgen's:
-// the field set of an object and the writers of later leaves, the deferred
+// the field set of an object and the writers of record leaves, the deferred
 // fields of an object, the answer's count of values against
 // -max-answer-values, the cache of collected fields and the answer's
 // buffer. The templates only call it, so that it is ordinary Go, checked by
@@ -22,7 +22,7 @@ import (
 	"github.com/costgw/gateway/internal/gopool"
 )
 
-// LeafFunc appends the later leaf named field of obj, a record of the
+// LeafFunc appends the record leaf named field of obj, a record of the
 // generated type it is made for, to b.
 type LeafFunc func(b []byte, field string, obj any) []byte
 
@@ -37,15 +37,15 @@ type Object struct {
 	delayed  []delayed
 	small    [4]graphql.Marshaler // Values of an object of up to four fields, in the same allocation
 
-	// Record and Leaf write a field whose value is LaterLeaf{}: Leaf
+	// Record and Leaf write a field whose value is RecordLeaf{}: Leaf
 	// appends it from Record when the object is written.
 	Record any
 	Leaf   LeafFunc
 }
 
-// LaterLeaf stands in Object.Values for a field that the Object writes
+// RecordLeaf stands in Object.Values for a field that the Object writes
 // itself from its record.
-type LaterLeaf struct{}
+type RecordLeaf struct{}
 
 // Deferred stands in Object.Values for a field under @defer: the Object
 // leaves it out, and it comes in a later part of the answer. The incremental
@@ -57,8 +57,8 @@ type Deferred struct{}
 // MarshalGQL panics: a deferred field is left out by its executor.Object.
 func (Deferred) MarshalGQL(io.Writer) { panic("a deferred field is left out by its executor.Object") }
 
-// MarshalGQL panics: a later leaf is written by its Object.
-func (LaterLeaf) MarshalGQL(io.Writer) { panic("a later leaf is written by its executor.Object") }
+// MarshalGQL panics: a record leaf is written by its Object.
+func (RecordLeaf) MarshalGQL(io.Writer) { panic("a record leaf is written by its executor.Object") }
 
 type delayed struct {
 	i       int
@@ -206,7 +206,7 @@ func (o *Object) MarshalGQL(w io.Writer) {
 			b = append(b, ',')
 		}
 		b = append(append(append(b, '"'), alias...), '"', ':')
-		if _, later := o.Values[i].(LaterLeaf); later {
+		if _, later := o.Values[i].(RecordLeaf); later {
 			b = o.Leaf(b, o.fields[i].Name, o.Record)
 			continue
 		}

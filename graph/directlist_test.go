@@ -49,12 +49,12 @@ func (p panickingPlanning) Actuals(context.Context, *upstream.Planning) ([]model
 	panic("actuals: a bug")
 }
 
-// A resolver that panics in a quick list is reported as resolving the field
+// A resolver that panics in a direct list is reported as resolving the field
 // reports it: once, at the field's path, the field null and the rest of the
 // answer whole; and the resolver is not called a second time. The executor
 // is the generated one with the gateway's resolvers, served by gqlgen's
 // plain POST transport, since the test replaces two resolvers.
-func TestQuickListsReportPanicsOnceAtTheirPath(t *testing.T) {
+func TestDirectListsReportPanicsOnceAtTheirPath(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(sim.New(sim.Options{}))
 	t.Cleanup(srv.Close)
