@@ -252,14 +252,14 @@ func run() error {
 			"leafNeedsPath":  leafNeedsPath,
 			"inlineResolver": func(f *codegen.Field) bool { return inlineResolvers[f.Object.Name+"."+f.Name] },
 			"loadingFields":  loadingFields,
-			"recordLeaf":      func(f *codegen.Field) bool { return !fieldDirectives && recordLeaf(f) },
+			"recordLeaf":     func(f *codegen.Field) bool { return !fieldDirectives && recordLeaf(f) },
 			"laterLeaves":    laterLeaves,
 			"laterAppend":    laterAppend,
 			"someRecordLeaves": func(t *config.TypeReference) bool {
 				o := objects[t.Definition.Name]
 				return o != nil && !o.Root && laterLeaves(o)
 			},
-			"recordCheck":  recordCheck,
+			"recordCheck": recordCheck,
 			"inPlace":     inPlace,
 			"leafObjects": func(o *codegen.Object) bool { return heldLeafObjects[o.Name] },
 			"leafObject":  leafObject,
@@ -270,7 +270,7 @@ func run() error {
 				o := objects[name]
 				return o != nil && recordChecks(o)
 			},
-			"directList":  quick,
+			"directList": quick,
 			"answerKept": func(name string) bool { return kept[name] },
 		},
 	})
