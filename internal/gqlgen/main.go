@@ -195,7 +195,7 @@ func run() error {
 		o := objects[f.TypeReference.Definition.Name]
 		return o != nil && leafObjects(o)
 	}
-	laterLeaves := func(o *codegen.Object) bool {
+	recordLeaves := func(o *codegen.Object) bool {
 		return !fieldDirectives && slices.ContainsFunc(o.Fields, recordLeaf)
 	}
 	// quick reports whether the field f is a direct list as rendered.
@@ -204,7 +204,7 @@ func run() error {
 			return false
 		}
 		o := objects[f.TypeReference.Elem().Definition.Name]
-		return o != nil && !o.Root && laterLeaves(o)
+		return o != nil && !o.Root && recordLeaves(o)
 	}
 	if err := checkInline(data, quick); err != nil {
 		return err
@@ -253,11 +253,11 @@ func run() error {
 			"inlineResolver": func(f *codegen.Field) bool { return inlineResolvers[f.Object.Name+"."+f.Name] },
 			"loadingFields":  loadingFields,
 			"recordLeaf":     func(f *codegen.Field) bool { return !fieldDirectives && recordLeaf(f) },
-			"laterLeaves":    laterLeaves,
-			"laterAppend":    laterAppend,
+			"recordLeaves":   recordLeaves,
+			"recordAppend":   recordAppend,
 			"someRecordLeaves": func(t *config.TypeReference) bool {
 				o := objects[t.Definition.Name]
-				return o != nil && !o.Root && laterLeaves(o)
+				return o != nil && !o.Root && recordLeaves(o)
 			},
 			"recordCheck": recordCheck,
 			"inPlace":     inPlace,
@@ -525,8 +525,8 @@ func recordLeaf(f *codegen.Field) bool {
 	return ok
 }
 
-// laterAppend is the code that appends the record leaf f of o to b.
-func laterAppend(f *codegen.Field, o string) string {
+// recordAppend is the code that appends the record leaf f of o to b.
+func recordAppend(f *codegen.Field, o string) string {
 	a, _ := appenderOf(f.TypeReference)
 	v := o + "." + f.GoFieldName
 	if f.TypeReference.IsPtr() {
