@@ -112,6 +112,16 @@ func wrongKind(d *jsontext.Decoder, k jsontext.Kind, want string) error {
 	return &memberError{path: path(d, ""), what: "is " + kindName(k) + ", not " + want}
 }
 
+// nullOr reads the value of kind k where want was expected: a null, which
+// reports false and leaves the target as it was, or else wrongKind's error.
+func nullOr(d *jsontext.Decoder, k jsontext.Kind, want string) (bool, error) {
+	if k == 'n' {
+		_, err := d.ReadToken()
+		return false, err
+	}
+	return false, wrongKind(d, k, want)
+}
+
 // field is one member of a record of type T: its name, whether the record
 // requires it, and how to read its value into a T. read reports whether the
 // value was there (not null).
@@ -407,13 +417,8 @@ func rawList[T any](name string, required bool, at func(*T) *[]json.RawMessage) 
 // interns the member names: maps of one answer (history rows, actuals per
 // planning row) repeat the same few names.
 func readMembers(d *jsontext.Decoder, names *interner, each func(name string) error) (bool, error) {
-	switch k := d.PeekKind(); k {
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
-	case '{':
-	default:
-		return false, wrongKind(d, k, "an object")
+	if k := d.PeekKind(); k != '{' {
+		return nullOr(d, k, "an object")
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return false, err
@@ -523,11 +528,8 @@ func readString(d *jsontext.Decoder, p *string) (bool, error) {
 		}
 		*p = tok.String()
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "a string")
+		return nullOr(d, k, "a string")
 	}
 }
 
@@ -544,11 +546,8 @@ func readFloat(d *jsontext.Decoder, p *float64) (bool, error) {
 		}
 		*p = f
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "a number")
+		return nullOr(d, k, "a number")
 	}
 }
 
@@ -591,11 +590,8 @@ func readIntIn(d *jsontext.Decoder, p *int64, lo, hi int64, within string) (bool
 		}
 		*p = n
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "an integer")
+		return nullOr(d, k, "an integer")
 	}
 }
 
@@ -678,11 +674,8 @@ func readBool(d *jsontext.Decoder, p *bool) (bool, error) {
 		}
 		*p = tok.Bool()
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "a boolean")
+		return nullOr(d, k, "a boolean")
 	}
 }
 
