@@ -400,24 +400,13 @@ func readBudgetWrite(f *fields, o *org) budgetWrite {
 // apply writes the requested fields into b and reports whether the report
 // changed (so the planning grid must be rebuilt).
 func (w budgetWrite) apply(b *budget) (reportChanged bool) {
-	if w.name != nil {
-		b.name = *w.name
-	}
-	if w.targetType != nil {
-		b.targetType = *w.targetType
-	}
-	if w.period != nil {
-		b.period = *w.period
-	}
-	if w.status != nil {
-		b.status = *w.status
-	}
-	if w.numberOfPeriods != nil {
-		b.numberOfPeriods = *w.numberOfPeriods
-	}
-	if w.startDate != nil {
-		b.startDate = *w.startDate
-	}
+	setIfGiven(&b.name, w.name)
+	setIfGiven(&b.targetType, w.targetType)
+	setIfGiven(&b.period, w.period)
+	setIfGiven(&b.status, w.status)
+	setIfGiven(&b.numberOfPeriods, w.numberOfPeriods)
+	setIfGiven(&b.startDate, w.startDate)
+	setIfGiven(&b.normalizationPeriod, w.normalizationPeriod)
 	if w.report != nil && w.report != b.report {
 		b.report = w.report
 		reportChanged = true
@@ -437,10 +426,14 @@ func (w budgetWrite) apply(b *budget) (reportChanged bool) {
 			b.growthRate = v
 		}
 	}
-	if w.normalizationPeriod != nil {
-		b.normalizationPeriod = *w.normalizationPeriod
-	}
 	return reportChanged
+}
+
+// setIfGiven sets *field to *v when the write gives v (v is not nil).
+func setIfGiven[T any](field *T, v *T) {
+	if v != nil {
+		*field = *v
+	}
 }
 
 // newRows builds the planning grid of a created budget: one row per two of
