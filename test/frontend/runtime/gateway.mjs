@@ -16,6 +16,16 @@ export const key = process.env.COSTGW_KEY;
 // slowURL is a gateway whose upstream takes 300 ms a call (graph/frontend_test.go).
 export const slowURL = process.env.COSTGW_SLOW_URL;
 
+// explorerQuery is the Explorer query the tests run: October 2026 by
+// service, day by day.
+const explorerQuery = {
+  dateRange: { start: "2026-10-01", end: "2026-10-31" },
+  groupBy: "product_product_name",
+  costType: "line_item_unblended_cost",
+  granularity: "day",
+  filters: [],
+};
+
 // deferredDashboard is the Explorer dashboard with its history deferred, and
 // dashboardVariables its variables: what the clients' @defer tests send to
 // slowURL, whose history comes well after its summary.
@@ -29,15 +39,7 @@ export const deferredDashboard = `
     }
   }
 `;
-export const dashboardVariables = {
-  q: {
-    dateRange: { start: "2026-10-01", end: "2026-10-31" },
-    groupBy: "product_product_name",
-    costType: "line_item_unblended_cost",
-    granularity: "day",
-    filters: [],
-  },
-};
+export const dashboardVariables = { q: explorerQuery };
 if (!url || !key) {
   throw new Error("COSTGW_URL and COSTGW_KEY must be set: go test -run TestFrontendClients ./graph runs these files");
 }
@@ -129,14 +131,6 @@ export async function ids() {
     notification: d.scheduledNotifications.nodes[0].id,
   };
 }
-
-const explorerQuery = {
-  dateRange: { start: "2026-10-01", end: "2026-10-31" },
-  groupBy: "product_product_name",
-  costType: "line_item_unblended_cost",
-  granularity: "day",
-  filters: [],
-};
 
 /**
  * variablesFor gives the variables each operation of operations/ runs with,
