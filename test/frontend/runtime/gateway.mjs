@@ -111,6 +111,32 @@ export function operations() {
   return [...docs.filter((d) => d.kind !== OperationTypeNode.MUTATION), ...docs.filter((d) => d.kind === OperationTypeNode.MUTATION)];
 }
 
+/**
+ * firstResult resolves with the first result that passes ok, of what
+ * subscribe starts: subscribe(onResult, onError) subscribes to a client's
+ * results and returns the subscription. A result with an error, an error,
+ * or 30 s without a result that passes reject; `what` names the result
+ * waited for.
+ */
+export function firstResult(subscribe, ok, what) {
+  return new Promise((resolve, reject) => {
+    let sub;
+    const timer = setTimeout(() => reject(new Error(`no result ${what} in 30 s`)), 30000);
+    const end = (settle, value) => {
+      clearTimeout(timer);
+      queueMicrotask(() => sub.unsubscribe()); // sub is not set yet when a result comes during subscribe
+      settle(value);
+    };
+    sub = subscribe(
+      (r) => {
+        if (r.error) end(reject, r.error);
+        else if (ok(r)) end(resolve, r);
+      },
+      (err) => end(reject, err),
+    );
+  });
+}
+
 /** ids reads one id of each Node type and an Explorer report's REST id from the gateway. */
 export async function ids() {
   const d = await post(`{

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { gql } from "@urql/core";
 import { urqlClient } from "../setup/urql.mjs";
-import { captureConsole, dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, slowURL, url, variablesFor } from "./gateway.mjs";
+import { captureConsole, dashboardVariables, deferredDashboard, firstResult, ids, key, operations, post, recordingFetch, slowURL, url, variablesFor } from "./gateway.mjs";
 
 // graphcache writes its warnings to console.warn (and to console.error in
 // places): each is a failure here.
@@ -13,22 +13,7 @@ const logged = captureConsole();
 const ops = Object.fromEntries(operations().map((o) => [o.name, gql(o.text)]));
 
 // next resolves with the first result of source that passes ok.
-function next(source, ok, what) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no result ${what} in 30 s`)), 30000);
-    const sub = source.subscribe((r) => {
-      if (r.error) {
-        clearTimeout(timer);
-        sub.unsubscribe();
-        reject(r.error);
-      } else if (ok(r)) {
-        clearTimeout(timer);
-        queueMicrotask(() => sub.unsubscribe());
-        resolve(r);
-      }
-    });
-  });
-}
+const next = (source, ok, what) => firstResult((onResult) => source.subscribe(onResult), ok, what);
 
 test("every operation of operations/ runs through graphcache without a warning", async () => {
   logged.length = 0;
