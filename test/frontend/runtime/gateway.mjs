@@ -5,6 +5,7 @@
 // graph/frontend_test.go starts the gateway on the simulator and runs these
 // files with `node --test`, with COSTGW_URL, COSTGW_SLOW_URL and COSTGW_KEY
 // set.
+import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -135,6 +136,34 @@ export function firstResult(subscribe, ok, what) {
       (err) => end(reject, err),
     );
   });
+}
+
+/**
+ * runEveryOperation runs each operation of operations/ with its variables
+ * (variablesFor; tag names what the writes make) through run(name, kind,
+ * variables), which returns the client's result, and checks that each
+ * answers data without an error or a userError; after each query it awaits
+ * readBack(name, variables, result), the client's check of its cache. It
+ * returns the id of the budget CreateBudget made.
+ */
+export async function runEveryOperation(tag, run, readBack) {
+  const id = await ids();
+  let created;
+  for (const { name, kind } of operations()) {
+    const sets = variablesFor(name, id, created, tag);
+    assert.ok(sets, `${name} has no variables in runtime/gateway.mjs variablesFor: add them`);
+    for (const variables of sets) {
+      const r = await run(name, kind, variables);
+      assert.equal(r.error, undefined, `${name} ${JSON.stringify(variables)}: ${r.error}`);
+      assert.ok(r.data, `${name}: no data`);
+      const payload = r.data[Object.keys(r.data)[0]];
+      if (payload?.userErrors) assert.deepEqual(payload.userErrors, [], `${name}: userErrors`);
+      if (name === "CreateBudget") created = r.data.createBudget.budget.id;
+      if (kind === "query") await readBack(name, variables, r);
+    }
+  }
+  assert.ok(created, "CreateBudget ran");
+  return created;
 }
 
 /** ids reads one id of each Node type and an Explorer report's REST id from the gateway. */
