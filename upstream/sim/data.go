@@ -253,26 +253,20 @@ type resourceCtx struct {
 	region, account, env, workload, org string
 }
 
-// ec2StylePrefix is the prefix of each kind of resource whose id is, as
-// EC2's are, a prefix and 16 hex digits.
-var ec2StylePrefix = map[string]string{
-	"ec2-instance":   "i-0",
-	"ebs-volume":     "vol-0",
-	"ebs-snapshot":   "snap-0",
-	"nat-gateway":    "nat-0",
-	"elastic-ip":     "eipalloc-0",
-	"vpc":            "vpc-0",
-	"efs-filesystem": "fs-0",
-}
-
 // resourceID returns a realistic AWS resource identifier of a kind.
 func (g *gen) resourceID(kind string, c resourceCtx) string {
 	arn := func(service, rest string) string {
 		return "arn:aws:" + service + ":" + c.region + ":" + c.account + ":" + rest
 	}
 	name := c.workload + "-" + c.env
-	if prefix, ok := ec2StylePrefix[kind]; ok {
-		return prefix + g.token(16, hexLow)
+	// The kinds whose id is, as EC2's are, a prefix and 16 hex digits.
+	for _, k := range [...]struct{ kind, prefix string }{
+		{"ec2-instance", "i-0"}, {"ebs-volume", "vol-0"}, {"ebs-snapshot", "snap-0"}, {"nat-gateway", "nat-0"},
+		{"elastic-ip", "eipalloc-0"}, {"vpc", "vpc-0"}, {"efs-filesystem", "fs-0"},
+	} {
+		if kind == k.kind {
+			return k.prefix + g.token(16, hexLow)
+		}
 	}
 	switch kind {
 	case "s3-bucket":
