@@ -109,6 +109,16 @@ func wrongKind(d *jsontext.Decoder, k jsontext.Kind, want string) error {
 	return &memberError{path: path(d, ""), what: "is " + kindName(k) + ", not " + want}
 }
 
+// nullOr reads the value of kind k where want was expected: a null, which
+// reports false and leaves the target as it was, or else wrongKind's error.
+func nullOr(d *jsontext.Decoder, k jsontext.Kind, want string) (bool, error) {
+	if k == 'n' {
+		_, err := d.ReadToken()
+		return false, err
+	}
+	return false, wrongKind(d, k, want)
+}
+
 // field is one member of a record of type T: its name, whether the record
 // requires it, and how to read its value into a T. read reports whether the
 // value was there (not null).
@@ -404,13 +414,8 @@ func rawList[T any](name string, required bool, at func(*T) *[]json.RawMessage) 
 // interns the member names: maps of one answer (history rows, actuals per
 // planning row) repeat the same few names.
 func readMembers(d *jsontext.Decoder, names *interner, each func(name string) error) (bool, error) {
-	switch k := d.PeekKind(); k {
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
-	case '{':
-	default:
-		return false, wrongKind(d, k, "an object")
+	if k := d.PeekKind(); k != '{' {
+		return nullOr(d, k, "an object")
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return false, err

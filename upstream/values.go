@@ -22,11 +22,8 @@ func readString(d *jsontext.Decoder, p *string) (bool, error) {
 		}
 		*p = tok.String()
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "a string")
+		return nullOr(d, k, "a string")
 	}
 }
 
@@ -43,11 +40,8 @@ func readFloat(d *jsontext.Decoder, p *float64) (bool, error) {
 		}
 		*p = f
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "a number")
+		return nullOr(d, k, "a number")
 	}
 }
 
@@ -90,11 +84,8 @@ func readIntIn(d *jsontext.Decoder, p *int64, lo, hi int64, within string) (bool
 		}
 		*p = n
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "an integer")
+		return nullOr(d, k, "an integer")
 	}
 }
 
@@ -177,11 +168,8 @@ func readBool(d *jsontext.Decoder, p *bool) (bool, error) {
 		}
 		*p = tok.Bool()
 		return true, nil
-	case 'n':
-		_, err := d.ReadToken()
-		return false, err
 	default:
-		return false, wrongKind(d, k, "a boolean")
+		return nullOr(d, k, "a boolean")
 	}
 }
 

@@ -163,23 +163,25 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 // kernel does) but answers nothing, as a hung or overloaded Redis does.
 func (s *Server) Pause(t testing.TB) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP redis-server: %v", err)
-	}
-	s.paused = true
+	s.signal(t, syscall.SIGSTOP, "SIGSTOP", true)
 }
 
 // Resume continues a paused process with SIGCONT.
 func (s *Server) Resume(t testing.TB) {
 	t.Helper()
+	s.signal(t, syscall.SIGCONT, "SIGCONT", false)
+}
+
+// signal sends the process sig (named name) and records whether that leaves
+// it paused, for stop.
+func (s *Server) signal(t testing.TB, sig syscall.Signal, name string, paused bool) {
+	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatalf("SIGCONT redis-server: %v", err)
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%s redis-server: %v", name, err)
 	}
-	s.paused = false
+	s.paused = paused
 }
 
 // Kill ends the process with SIGKILL and waits for it: its port then

@@ -268,7 +268,9 @@ func listBudgets(c *call) response {
 	return c.list(data, p)
 }
 
-func getBudget(c *call) response {
+// readBudget answers with read of the budget of the path's {id}, under the
+// organization's read lock, or 404 when the organization has none so named.
+func readBudget(c *call, read func(o *org, b *budget) response) response {
 	o := c.org
 	o.mu.RLock()
 	defer o.mu.RUnlock()
@@ -276,56 +278,52 @@ func getBudget(c *call) response {
 	if b == nil {
 		return c.notFound("Budget")
 	}
-	p := o.planning(b)
-	var totalTarget int64
-	for _, t := range p.targets {
-		totalTarget += t
-	}
-	totalTarget *= int64(periodMonths(b.period) * b.numberOfPeriods)
-	_, totalActual := o.actuals(b, c.s.asOf)
-	type metrics struct {
-		TotalTarget dec2 `json:"totalTarget"`
-		TotalActual dec2 `json:"totalActual"`
-		Variance    dec2 `json:"variance"`
-	}
-	type dimension struct {
-		Name   string   `json:"name"`
-		Values []string `json:"values"`
-	}
-	return c.ok(struct {
-		Budget     budgetRecord `json:"budget"`
-		Metrics    metrics      `json:"metrics"`
-		Dimensions []dimension  `json:"dimensions"`
-	}{
-		Budget:     o.record(b, p),
-		Metrics:    metrics{dec2(totalTarget), dec2(totalActual), dec2(totalTarget - totalActual)},
-		Dimensions: []dimension{{columnName(b.report.column), append([]string{}, b.report.values...)}},
+	return read(o, b)
+}
+
+func getBudget(c *call) response {
+	return readBudget(c, func(o *org, b *budget) response {
+		p := o.planning(b)
+		var totalTarget int64
+		for _, t := range p.targets {
+			totalTarget += t
+		}
+		totalTarget *= int64(periodMonths(b.period) * b.numberOfPeriods)
+		_, totalActual := o.actuals(b, c.s.asOf)
+		type metrics struct {
+			TotalTarget dec2 `json:"totalTarget"`
+			TotalActual dec2 `json:"totalActual"`
+			Variance    dec2 `json:"variance"`
+		}
+		type dimension struct {
+			Name   string   `json:"name"`
+			Values []string `json:"values"`
+		}
+		return c.ok(struct {
+			Budget     budgetRecord `json:"budget"`
+			Metrics    metrics      `json:"metrics"`
+			Dimensions []dimension  `json:"dimensions"`
+		}{
+			Budget:     o.record(b, p),
+			Metrics:    metrics{dec2(totalTarget), dec2(totalActual), dec2(totalTarget - totalActual)},
+			Dimensions: []dimension{{columnName(b.report.column), append([]string{}, b.report.values...)}},
+		})
 	})
 }
 
 func getBudgetActuals(c *call) response {
-	o := c.org
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	b := o.findBudget(c.params["id"])
-	if b == nil {
-		return c.notFound("Budget")
-	}
-	a, _ := o.actuals(b, c.s.asOf)
-	return c.ok(a)
+	return readBudget(c, func(o *org, b *budget) response {
+		a, _ := o.actuals(b, c.s.asOf)
+		return c.ok(a)
+	})
 }
 
 func getBudgetPlanning(c *call) response {
-	o := c.org
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	b := o.findBudget(c.params["id"])
-	if b == nil {
-		return c.notFound("Budget")
-	}
-	return c.ok(struct {
-		Plannings []planningRecord `json:"plannings"`
-	}{o.planning(b).records})
+	return readBudget(c, func(o *org, b *budget) response {
+		return c.ok(struct {
+			Plannings []planningRecord `json:"plannings"`
+		}{o.planning(b).records})
+	})
 }
 
 // budgetWrite is what a create or update body asks for; nil means absent.
@@ -400,24 +398,13 @@ func readBudgetWrite(f *fields, o *org) budgetWrite {
 // apply writes the requested fields into b and reports whether the report
 // changed (so the planning grid must be rebuilt).
 func (w budgetWrite) apply(b *budget) (reportChanged bool) {
-	if w.name != nil {
-		b.name = *w.name
-	}
-	if w.targetType != nil {
-		b.targetType = *w.targetType
-	}
-	if w.period != nil {
-		b.period = *w.period
-	}
-	if w.status != nil {
-		b.status = *w.status
-	}
-	if w.numberOfPeriods != nil {
-		b.numberOfPeriods = *w.numberOfPeriods
-	}
-	if w.startDate != nil {
-		b.startDate = *w.startDate
-	}
+	setIfGiven(&b.name, w.name)
+	setIfGiven(&b.targetType, w.targetType)
+	setIfGiven(&b.period, w.period)
+	setIfGiven(&b.status, w.status)
+	setIfGiven(&b.numberOfPeriods, w.numberOfPeriods)
+	setIfGiven(&b.startDate, w.startDate)
+	setIfGiven(&b.normalizationPeriod, w.normalizationPeriod)
 	if w.report != nil && w.report != b.report {
 		b.report = w.report
 		reportChanged = true
@@ -437,10 +424,14 @@ func (w budgetWrite) apply(b *budget) (reportChanged bool) {
 			b.growthRate = v
 		}
 	}
-	if w.normalizationPeriod != nil {
-		b.normalizationPeriod = *w.normalizationPeriod
-	}
 	return reportChanged
+}
+
+// setIfGiven sets *field to *v when the write gives v (v is not nil).
+func setIfGiven[T any](field *T, v *T) {
+	if v != nil {
+		*field = *v
+	}
 }
 
 // newRows builds the planning grid of a created budget: one row per two of

@@ -259,21 +259,16 @@ func (g *gen) resourceID(kind string, c resourceCtx) string {
 		return "arn:aws:" + service + ":" + c.region + ":" + c.account + ":" + rest
 	}
 	name := c.workload + "-" + c.env
+	// The kinds whose id is, as EC2's are, a prefix and 16 hex digits.
+	for _, k := range [...]struct{ kind, prefix string }{
+		{"ec2-instance", "i-0"}, {"ebs-volume", "vol-0"}, {"ebs-snapshot", "snap-0"}, {"nat-gateway", "nat-0"},
+		{"elastic-ip", "eipalloc-0"}, {"vpc", "vpc-0"}, {"efs-filesystem", "fs-0"},
+	} {
+		if kind == k.kind {
+			return k.prefix + g.token(16, hexLow)
+		}
+	}
 	switch kind {
-	case "ec2-instance":
-		return "i-0" + g.token(16, hexLow)
-	case "ebs-volume":
-		return "vol-0" + g.token(16, hexLow)
-	case "ebs-snapshot":
-		return "snap-0" + g.token(16, hexLow)
-	case "nat-gateway":
-		return "nat-0" + g.token(16, hexLow)
-	case "elastic-ip":
-		return "eipalloc-0" + g.token(16, hexLow)
-	case "vpc":
-		return "vpc-0" + g.token(16, hexLow)
-	case "efs-filesystem":
-		return "fs-0" + g.token(16, hexLow)
 	case "s3-bucket":
 		return c.org + "-" + name + "-" + c.region + "-" + g.token(4, base36)
 	case "rds-db":

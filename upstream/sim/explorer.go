@@ -311,23 +311,34 @@ func (q *explorerQuery) forEachDay(t *costTable, from, to time.Time, fn func(c *
 	}
 }
 
+// groupKey is a bucket of days (one day, or what a granularity groups) and
+// a value of the group-by column.
+type groupKey struct {
+	bucket int
+	group  string
+}
+
+// costsByGroup sums the query's daily costs over its dates by the bucket of
+// each day (bucket) and the group-by value of each cell.
+func (q *explorerQuery) costsByGroup(t *costTable, bucket func(day int) int) map[groupKey]int64 {
+	sums := map[groupKey]int64{}
+	q.forEachDay(t, q.start, q.end, func(cell *costCell, day int, cents int64) {
+		sums[groupKey{bucket(day), t.value(cell, q.groupBy)}] += cents
+	})
+	return sums
+}
+
 func explorerHistory(c *call) response {
 	q, bad := readExplorerQuery(c)
 	if bad != nil {
 		return *bad
 	}
 	t := c.org.costs
-	type key struct {
-		bucket int
-		group  string
-	}
-	byKey := map[key]int64{}
+	byKey := q.costsByGroup(t, func(day int) int { return numericDate(bucketStart(t.dayAt(day), q.granularity)) })
 	byBucket := map[int]int64{}
-	q.forEachDay(t, q.start, q.end, func(cell *costCell, day int, cents int64) {
-		b := numericDate(bucketStart(t.dayAt(day), q.granularity))
-		byKey[key{b, t.value(cell, q.groupBy)}] += cents
-		byBucket[b] += cents
-	})
+	for k, v := range byKey {
+		byBucket[k.bucket] += v
+	}
 	rows := make([]historyRow, 0, len(byKey))
 	col := columnName(q.groupBy)
 	for k, v := range byKey {
@@ -375,29 +386,22 @@ func explorerHeatmap(c *call) response {
 		return *bad
 	}
 	t := c.org.costs
-	type key struct {
-		day   int
-		group string
-	}
-	byKey := map[key]int64{}
-	q.forEachDay(t, q.start, q.end, func(cell *costCell, day int, cents int64) {
-		byKey[key{day, t.value(cell, q.groupBy)}] += cents
-	})
-	keys := make([]key, 0, len(byKey))
+	byKey := q.costsByGroup(t, func(day int) int { return day })
+	keys := make([]groupKey, 0, len(byKey))
 	for k, v := range byKey {
 		if v != 0 {
 			keys = append(keys, k)
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].day != keys[j].day {
-			return keys[i].day < keys[j].day
+		if keys[i].bucket != keys[j].bucket {
+			return keys[i].bucket < keys[j].bucket
 		}
 		return keys[i].group < keys[j].group
 	})
 	rows := make([]heatmapRow, len(keys))
 	for i, k := range keys {
-		rows[i] = heatmapRow{k.group, date(t.dayAt(k.day)), dec2(byKey[k])}
+		rows[i] = heatmapRow{k.group, date(t.dayAt(k.bucket)), dec2(byKey[k])}
 	}
 	return c.ok(struct {
 		Rows            []heatmapRow `json:"rows"`

@@ -412,27 +412,27 @@ func TestServedFromCache(t *testing.T) {
 	e := newEnv(t, sim.Options{})
 	for _, op := range []string{"summary", "previous-period", "history", "heatmap"} {
 		t.Run(op, func(t *testing.T) {
-			flag := func(key string, b map[string]any) any { return e.explorer(t, key, op, b)["servedFromCache"] }
+			// The steps run in order on one query, each changing it or not.
 			q := explorerBody()
-			if got := flag(sim.DemoKey, q); got != false {
-				t.Errorf("first: %v", got)
-			}
-			if got := flag(sim.DemoKey, q); got != true {
-				t.Errorf("second: %v", got)
-			}
-			q["ignored"] = "extra property"
-			if got := flag(sim.DemoKey, q); got != true {
-				t.Errorf("same query with an extra property: %v", got)
-			}
-			if got := flag(sim.ReadOnlyKey, q); got != true {
-				t.Errorf("another key of the same organization: %v", got)
-			}
-			if got := flag(sim.OtherOrgKey, q); got != false {
-				t.Errorf("other organization: %v", got)
-			}
-			q["granularity"] = "month"
-			if got := flag(sim.DemoKey, q); got != false {
-				t.Errorf("different query: %v", got)
+			for _, step := range []struct {
+				name   string
+				key    string
+				change func(q map[string]any)
+				want   bool
+			}{
+				{"first", sim.DemoKey, nil, false},
+				{"second", sim.DemoKey, nil, true},
+				{"same query with an extra property", sim.DemoKey, func(q map[string]any) { q["ignored"] = "extra property" }, true},
+				{"another key of the same organization", sim.ReadOnlyKey, nil, true},
+				{"other organization", sim.OtherOrgKey, nil, false},
+				{"different query", sim.DemoKey, func(q map[string]any) { q["granularity"] = "month" }, false},
+			} {
+				if step.change != nil {
+					step.change(q)
+				}
+				if got := e.explorer(t, step.key, op, q)["servedFromCache"]; got != step.want {
+					t.Errorf("%s: %v", step.name, got)
+				}
 			}
 		})
 	}

@@ -247,19 +247,9 @@ func matchesKind(v any, kind string) bool {
 		_, ok := v.(string)
 		return ok
 	case kDate:
-		s, ok := v.(string)
-		if !ok || !dateRe.MatchString(s) {
-			return false
-		}
-		_, err := time.Parse("2006-01-02", s)
-		return err == nil
+		return isTime(v, dateRe, "2006-01-02")
 	case kTimestamp:
-		s, ok := v.(string)
-		if !ok || !timestampRe.MatchString(s) {
-			return false
-		}
-		_, err := time.Parse("2006-01-02T15:04:05.000Z", s)
-		return err == nil
+		return isTime(v, timestampRe, "2006-01-02T15:04:05.000Z")
 	case kNumber:
 		_, ok := v.(float64)
 		return ok
@@ -277,6 +267,17 @@ func matchesKind(v any, kind string) bool {
 		return ok
 	}
 	return false
+}
+
+// isTime reports whether v is a string written as re that parses with
+// layout: a real date, not only the digits of one.
+func isTime(v any, re *regexp.Regexp, layout string) bool {
+	s, ok := v.(string)
+	if !ok || !re.MatchString(s) {
+		return false
+	}
+	_, err := time.Parse(layout, s)
+	return err == nil
 }
 
 // checkShape checks that every field in want is present with one of the

@@ -218,31 +218,24 @@ func (s *Server) IDs(apiKey, collection string) []string {
 	case CollectionBudgets:
 		o.mu.RLock()
 		defer o.mu.RUnlock()
-		ids := make([]string, 0, len(o.budgets))
-		for _, b := range o.budgets {
-			ids = append(ids, b.id)
-		}
-		return ids
+		return idsOf(o.budgets, func(b *budget) string { return b.id })
 	case CollectionRecommendations:
-		ids := make([]string, 0, len(o.recommendations))
-		for _, r := range o.recommendations {
-			ids = append(ids, r.RecommendationID)
-		}
-		return ids
+		return idsOf(o.recommendations, func(r recommendation) string { return r.RecommendationID })
 	case CollectionAnomalies:
-		ids := make([]string, 0, len(o.anomalies))
-		for _, a := range o.anomalies {
-			ids = append(ids, a.AnomalyID)
-		}
-		return ids
+		return idsOf(o.anomalies, func(a anomaly) string { return a.AnomalyID })
 	case CollectionNotifications:
-		ids := make([]string, 0, len(o.notifications))
-		for _, n := range o.notifications {
-			ids = append(ids, n.ID)
-		}
-		return ids
+		return idsOf(o.notifications, func(n notification) string { return n.ID })
 	}
 	return nil
+}
+
+// idsOf returns the id of each element of s, in order.
+func idsOf[T any](s []T, id func(T) string) []string {
+	ids := make([]string, 0, len(s))
+	for _, x := range s {
+		ids = append(ids, id(x))
+	}
+	return ids
 }
 
 // OperationID returns the operation id that a request with this method and

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { captureConsole, dashboardVariables, deferredDashboard, ids, key, operations, post, recordingFetch, run as runId, slowURL, url, variablesFor } from "./gateway.mjs";
+import { captureConsole, dashboardVariables, deferredDashboard, firstResult, key, operations, post, recordingFetch, run as runId, runEveryOperation, slowURL, url } from "./gateway.mjs";
 
 globalThis.__DEV__ = true;
 const { gql } = await import("@apollo/client");
@@ -20,52 +20,23 @@ const sha256 = (text) => createHash("sha256").update(text).digest("hex");
 const operationName = (r) => r.body?.operationName;
 
 // next resolves with the first result of an observable that passes ok.
-function next(observable, ok, what) {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no result ${what} in 30 s`)), 30000);
-    const sub = observable.subscribe({
-      next(r) {
-        if (r.error) {
-          clearTimeout(timer);
-          reject(r.error);
-        } else if (ok(r)) {
-          clearTimeout(timer);
-          queueMicrotask(() => sub.unsubscribe());
-          resolve(r);
-        }
-      },
-      error(err) {
-        clearTimeout(timer);
-        reject(err);
-      },
-    });
-  });
-}
+const next = (observable, ok, what) =>
+  firstResult((onResult, onError) => observable.subscribe({ next: onResult, error: onError }), ok, what);
 
 test("every operation of operations/ runs through InMemoryCache without a warning", async () => {
   logged.length = 0;
-  const id = await ids();
   const client = apolloClient({ url, key });
-  let created;
-  for (const { name, kind } of operations()) {
-    const sets = variablesFor(name, id, created, "apollo-all");
-    assert.ok(sets, `${name} has no variables in runtime/gateway.mjs variablesFor: add them`);
-    for (const variables of sets) {
-      const r =
-        kind === "mutation"
-          ? await client.mutate({ mutation: ops[name], variables })
-          : await client.query({ query: ops[name], variables, fetchPolicy: "network-only" });
-      assert.equal(r.error, undefined, `${name}: ${r.error}`);
-      const payload = r.data[Object.keys(r.data)[0]];
-      if (payload?.userErrors) assert.deepEqual(payload.userErrors, [], `${name}: userErrors`);
-      if (name === "CreateBudget") created = r.data.createBudget.budget.id;
-      if (kind === "query") {
-        const cached = client.readQuery({ query: ops[name], variables });
-        assert.deepEqual(cached, r.data, `${name} ${JSON.stringify(variables)} reads back whole from the cache`);
-      }
-    }
-  }
-  assert.ok(created, "CreateBudget ran");
+  await runEveryOperation(
+    "apollo-all",
+    (name, kind, variables) =>
+      kind === "mutation"
+        ? client.mutate({ mutation: ops[name], variables })
+        : client.query({ query: ops[name], variables, fetchPolicy: "network-only" }),
+    (name, variables, r) => {
+      const cached = client.readQuery({ query: ops[name], variables });
+      assert.deepEqual(cached, r.data, `${name} ${JSON.stringify(variables)} reads back whole from the cache`);
+    },
+  );
   assert.deepEqual(logged, [], "Apollo Client logged");
 });
 
@@ -164,27 +135,15 @@ test("a deferred query's first result comes before its deferred data, without th
   const client = apolloClient({ url: slowURL, key });
   const query = gql(deferredDashboard);
   const results = [];
-  await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no complete result in 30 s")), 30000);
-    const sub = client.watchQuery({ query, variables: dashboardVariables, fetchPolicy: "network-only" }).subscribe({
-      next(r) {
-        if (r.loading && !r.data) return; // the loading state before any data
-        results.push({ ...r, at: performance.now() });
-        if (r.error) {
-          clearTimeout(timer);
-          reject(r.error);
-        } else if (r.dataState === "complete") {
-          clearTimeout(timer);
-          queueMicrotask(() => sub.unsubscribe());
-          resolve();
-        }
-      },
-      error(err) {
-        clearTimeout(timer);
-        reject(err);
-      },
-    });
-  });
+  await next(
+    client.watchQuery({ query, variables: dashboardVariables, fetchPolicy: "network-only" }),
+    (r) => {
+      if (r.loading && !r.data) return false; // the loading state before any data
+      results.push({ ...r, at: performance.now() });
+      return r.dataState === "complete";
+    },
+    "complete",
+  );
   assert.ok(results.length >= 2, `${results.length} result(s): the answer came whole, nothing was deferred: ${JSON.stringify(results).slice(0, 400)}`);
   const [first, last] = [results[0], results.at(-1)];
   assert.equal(first.dataState, "streaming", "the first result is not marked as streaming");

@@ -5,6 +5,7 @@
 // graph/frontend_test.go starts the gateway on the simulator and runs these
 // files with `node --test`, with COSTGW_URL, COSTGW_SLOW_URL and COSTGW_KEY
 // set.
+import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -15,6 +16,16 @@ export const url = process.env.COSTGW_URL;
 export const key = process.env.COSTGW_KEY;
 // slowURL is a gateway whose upstream takes 300 ms a call (graph/frontend_test.go).
 export const slowURL = process.env.COSTGW_SLOW_URL;
+
+// explorerQuery is the Explorer query the tests run: October 2026 by
+// service, day by day.
+const explorerQuery = {
+  dateRange: { start: "2026-10-01", end: "2026-10-31" },
+  groupBy: "product_product_name",
+  costType: "line_item_unblended_cost",
+  granularity: "day",
+  filters: [],
+};
 
 // deferredDashboard is the Explorer dashboard with its history deferred, and
 // dashboardVariables its variables: what the clients' @defer tests send to
@@ -29,15 +40,7 @@ export const deferredDashboard = `
     }
   }
 `;
-export const dashboardVariables = {
-  q: {
-    dateRange: { start: "2026-10-01", end: "2026-10-31" },
-    groupBy: "product_product_name",
-    costType: "line_item_unblended_cost",
-    granularity: "day",
-    filters: [],
-  },
-};
+export const dashboardVariables = { q: explorerQuery };
 if (!url || !key) {
   throw new Error("COSTGW_URL and COSTGW_KEY must be set: go test -run TestFrontendClients ./graph runs these files");
 }
@@ -109,6 +112,60 @@ export function operations() {
   return [...docs.filter((d) => d.kind !== OperationTypeNode.MUTATION), ...docs.filter((d) => d.kind === OperationTypeNode.MUTATION)];
 }
 
+/**
+ * firstResult resolves with the first result that passes ok, of what
+ * subscribe starts: subscribe(onResult, onError) subscribes to a client's
+ * results and returns the subscription. A result with an error, an error,
+ * or 30 s without a result that passes reject; `what` names the result
+ * waited for.
+ */
+export function firstResult(subscribe, ok, what) {
+  return new Promise((resolve, reject) => {
+    let sub;
+    const timer = setTimeout(() => reject(new Error(`no result ${what} in 30 s`)), 30000);
+    const end = (settle, value) => {
+      clearTimeout(timer);
+      queueMicrotask(() => sub.unsubscribe()); // sub is not set yet when a result comes during subscribe
+      settle(value);
+    };
+    sub = subscribe(
+      (r) => {
+        if (r.error) end(reject, r.error);
+        else if (ok(r)) end(resolve, r);
+      },
+      (err) => end(reject, err),
+    );
+  });
+}
+
+/**
+ * runEveryOperation runs each operation of operations/ with its variables
+ * (variablesFor; tag names what the writes make) through run(name, kind,
+ * variables), which returns the client's result, and checks that each
+ * answers data without an error or a userError; after each query it awaits
+ * readBack(name, variables, result), the client's check of its cache. It
+ * returns the id of the budget CreateBudget made.
+ */
+export async function runEveryOperation(tag, run, readBack) {
+  const id = await ids();
+  let created;
+  for (const { name, kind } of operations()) {
+    const sets = variablesFor(name, id, created, tag);
+    assert.ok(sets, `${name} has no variables in runtime/gateway.mjs variablesFor: add them`);
+    for (const variables of sets) {
+      const r = await run(name, kind, variables);
+      assert.equal(r.error, undefined, `${name} ${JSON.stringify(variables)}: ${r.error}`);
+      assert.ok(r.data, `${name}: no data`);
+      const payload = r.data[Object.keys(r.data)[0]];
+      if (payload?.userErrors) assert.deepEqual(payload.userErrors, [], `${name}: userErrors`);
+      if (name === "CreateBudget") created = r.data.createBudget.budget.id;
+      if (kind === "query") await readBack(name, variables, r);
+    }
+  }
+  assert.ok(created, "CreateBudget ran");
+  return created;
+}
+
 /** ids reads one id of each Node type and an Explorer report's REST id from the gateway. */
 export async function ids() {
   const d = await post(`{
@@ -129,14 +186,6 @@ export async function ids() {
     notification: d.scheduledNotifications.nodes[0].id,
   };
 }
-
-const explorerQuery = {
-  dateRange: { start: "2026-10-01", end: "2026-10-31" },
-  groupBy: "product_product_name",
-  costType: "line_item_unblended_cost",
-  granularity: "day",
-  filters: [],
-};
 
 /**
  * variablesFor gives the variables each operation of operations/ runs with,
