@@ -158,6 +158,8 @@ func renderReport(r *report) string {
 	p("all on the same simulator process (`cmd/costsim`) on one machine, in one run. This file is written by the harness in\n")
 	p("`bench/` (`go run ./bench`, which also writes the figures to the JSON file beside it); do not edit it by\n")
 	p("hand: rerun it, or render it again from its JSON with `go run ./bench -render docs/benchmarks.json`.\n\n")
+	p("Every gateway here runs with its cache of upstream answers off (`-cache off`, set as `COSTGW_CACHE=off`), so\n")
+	p("that each request makes its own upstream calls: the figures are what one request costs.\n\n")
 	if r.Smoke {
 		p("**Smoke run**: each configuration ran for about a second only. The figures check that the harness works;\n")
 		p("they are not measurements.\n\n")
