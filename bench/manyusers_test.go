@@ -86,9 +86,9 @@ func TestManyUsersGoals(t *testing.T) {
 		start, measured string
 		met             bool
 	}{
-		{"upstream calls per page load, cached ÷ uncached ≤ 0.05, 100 clients", "0.0010: cached 0.050, uncached 52.500", true},
-		{"p50 latency per page load, cached ÷ uncached ≤ 0.10", "0.0500: cached 100.00 ms, uncached 2000.00 ms", true},
-		{"gateway CPU per page load, cached ÷ uncached ≤ 0.33", "0.1000: cached 1000 CPU-µs, uncached 10000 CPU-µs", true},
+		{"upstream calls per page load, cached ÷ uncached ≤ 0.05, 100 clients", "0.00095: cached 0.050, uncached 52.500", true},
+		{"p50 latency per page load, cached ÷ uncached ≤ 0.10", "0.050: cached 100.00 ms, uncached 2000.00 ms", true},
+		{"gateway CPU per page load, cached ÷ uncached ≤ 0.33", "0.100: cached 1000 CPU-µs, uncached 10000 CPU-µs", true},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %+v", len(rows), len(want), rows)
@@ -107,6 +107,17 @@ func TestManyUsersGoals(t *testing.T) {
 	for _, row := range manyUsersGoals(r) {
 		if !row.NotMeasured {
 			t.Errorf("without the cached gateway: %+v, want not measured", row)
+		}
+	}
+}
+
+// A cache's calls per page load, and their ratio, keep two significant
+// digits however small.
+func TestSmall(t *testing.T) {
+	for x, want := range map[float64]string{0: "0.000", 52.0857: "52.086", 0.05: "0.050", 0.0099: "0.0099",
+		0.001886: "0.0019", 3.62e-5: "0.000036", 1.0 / 3: "0.333"} {
+		if got := small(x); got != want {
+			t.Errorf("small(%v) = %q, want %q", x, got, want)
 		}
 	}
 }
@@ -200,8 +211,8 @@ func TestRenderManyUsers(t *testing.T) {
 	s := b.String()
 	for _, want := range []string{
 		"## Many users (issue 36)",
-		"| upstream calls per page load, cached ÷ uncached ≤ 0.05, 100 clients with one key, 20ms per upstream call | 0.0010: cached 0.050, uncached 52.500 | met |",
-		"| p50 latency per page load, cached ÷ uncached ≤ 0.10, 100 clients with one key, 20ms per upstream call | 0.0500: cached 50.00 ms, uncached 1000.00 ms | met |",
+		"| upstream calls per page load, cached ÷ uncached ≤ 0.05, 100 clients with one key, 20ms per upstream call | 0.00095: cached 0.050, uncached 52.500 | met |",
+		"| p50 latency per page load, cached ÷ uncached ≤ 0.10, 100 clients with one key, 20ms per upstream call | 0.050: cached 50.00 ms, uncached 1000.00 ms | met |",
 		"| uncached | 100 | 2 | 5250 | 52.500 | 0 | – |",
 		"| cached | 1000 | 17 | 50 | 0.050 | 50 | 52450 / 50 |",
 		"| cached | 1100 | 1 | Dashboard: x |",
