@@ -140,8 +140,10 @@ func startSim(ctx context.Context, b binaries, latency time.Duration) (p *proc, 
 
 // startGateway starts a gateway binary on the simulator and returns it with
 // its GraphQL URL. It runs as it would in production, access log included
-// (to /dev/null); the playground is off since nothing here uses it. env and
-// args are added to its environment and flags.
+// (to /dev/null), but for two settings: the playground is off since nothing
+// here uses it, and so is the cache of upstream answers (uncached), since
+// each benchmark but the many users' measures what one request costs. env
+// and args are added to its environment and flags, and win.
 func startGateway(ctx context.Context, name, bin, simURL string, env []string, args ...string) (*proc, string, error) {
 	return startGatewayAdmin(ctx, name, bin, simURL, "", env, args...)
 }
@@ -160,7 +162,7 @@ func startGatewayAdmin(ctx context.Context, name, bin, simURL, admin string, env
 		args = append(args, "-admin-listen", admin)
 		health = admin
 	}
-	p, err := startProc(name, "", env, nil, bin, args...)
+	p, err := startProc(name, "", append([]string{uncached}, env...), nil, bin, args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -170,6 +172,15 @@ func startGatewayAdmin(ctx context.Context, name, bin, simURL, admin string, env
 	}
 	return p, fmt.Sprintf("http://127.0.0.1:%d/graphql", port), nil
 }
+
+// uncached turns the gateway's cache off (-cache off). It is set in the
+// environment, not on the command line, so that a -baseline built from
+// before the cache, which has no such flag, starts as well; -cache on
+// among the flags wins over it. With the cache, a request repeated by the
+// load would make no upstream call after the first, the calls counted
+// would be those of a cache hit, and the gateway's automatic memory limit
+// would be -cache-max-bytes higher.
+const uncached = "COSTGW_CACHE=off"
 
 // startMesh composes Mesh's supergraph over upstream/openapi.yaml, pointed
 // at this simulator, and serves it with Hive Gateway.

@@ -76,6 +76,14 @@ type config struct {
 	overheadScrape   time.Duration
 	overheadQueries  []string
 
+	// The many-users benchmark (manyusers.go).
+	manyUsersOnly     bool
+	withManyUsers     bool
+	manyUsersClients  int
+	manyUsersDuration time.Duration
+	manyUsersRounds   int
+	manyUsersLatency  time.Duration
+
 	// serveFloor, when set, makes this program the floor (floor.go) on
 	// this address instead of the harness; the harness starts it so.
 	serveFloor    string
@@ -133,6 +141,14 @@ func parseFlags(args []string) (config, error) {
 		"best a multiple of 4; short rounds pair each configuration with off under the same load of the shared machine")
 	fs.DurationVar(&c.overheadScrape, "overhead-scrape", 5*time.Second, "overhead: interval of the scrapes of /metrics")
 	oqs := fs.String("overhead-queries", "BudgetList,Dashboard", "overhead: comma-separated queries to run")
+	fs.BoolVar(&c.manyUsersOnly, "many-users", false, "run only the many-users benchmark; its section replaces the one of the report "+
+		"of -out, whose other sections are rendered again from -json when it exists")
+	fs.BoolVar(&c.withManyUsers, "with-many-users", true, "run the many-users benchmark in a full run")
+	fs.IntVar(&c.manyUsersClients, "many-users-clients", 100, "many users: concurrent clients, all with one API key (smoke mode: 4 unless given)")
+	fs.DurationVar(&c.manyUsersDuration, "many-users-duration", time.Minute, "many users: measured length of each gateway, the cache off and on, "+
+		"over all its rounds (smoke mode: 1s unless given)")
+	fs.IntVar(&c.manyUsersRounds, "many-users-rounds", 2, "many users: rounds of each gateway, the two in turn (smoke mode: 1 unless given)")
+	fs.DurationVar(&c.manyUsersLatency, "many-users-latency", 20*time.Millisecond, "many users: latency the simulator adds to each upstream call")
 	fs.BoolVar(&c.floor, "floor", true, "run the extra-hop floor: the direct client's work behind a minimal HTTP handler in a process of its own")
 	fs.StringVar(&c.serveFloor, "serve-floor", "", "serve the extra-hop floor on this `address` instead of benchmarking (the harness starts it so)")
 	fs.StringVar(&c.floorUpstream, "floor-upstream", "", "with -serve-floor: the simulator's base `URL`")
@@ -197,7 +213,8 @@ func parseFlags(args []string) (config, error) {
 			c.overheadClients = 8
 		}
 		// About a second of hostile traffic: the quiet runs and every shape
-		// at once, no shape alone, and a lower cap on the gateway's memory.
+		// at once, no shape alone, and a lower cap on the gateway's memory;
+		// a second of each gateway of the many users, with a few of them.
 		for name, apply := range map[string]func(){
 			"hostile-window":       func() { c.hostileWindow = 300 * time.Millisecond },
 			"hostile-shape-window": func() { c.hostileShapeWindow = 0 },
@@ -205,6 +222,9 @@ func parseFlags(args []string) (config, error) {
 			"random-docs":          func() { c.randomDocs = 64 },
 			"hostile-rss-cap":      func() { c.hostileRSSCapMiB = 1024 },
 			"fair-window":          func() { c.fairWindow = 300 * time.Millisecond },
+			"many-users-clients":   func() { c.manyUsersClients = 4 },
+			"many-users-duration":  func() { c.manyUsersDuration = time.Second },
+			"many-users-rounds":    func() { c.manyUsersRounds = 1 },
 		} {
 			if !set[name] {
 				apply()
@@ -241,6 +261,11 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.pathDur <= 0 || c.pathDur > 10*time.Minute || c.pathRounds < 1 || c.pathRounds > 10 {
 		return c, errors.New("-path-duration must be positive and at most 10m, -path-rounds from 1 to 10")
+	}
+	if c.manyUsersClients < 1 || c.manyUsersClients > 1000 || c.manyUsersDuration <= 0 || c.manyUsersDuration > 30*time.Minute ||
+		c.manyUsersRounds < 1 || c.manyUsersRounds > 100 || c.manyUsersLatency < 0 {
+		return c, errors.New("-many-users-clients must be from 1 to 1000, -many-users-duration positive and at most 30m, " +
+			"-many-users-rounds from 1 to 100, -many-users-latency not negative")
 	}
 	if c.overheadClients < 1 || c.overheadClients > 1000 || c.overheadDuration <= 0 || c.overheadDuration > 30*time.Minute ||
 		c.overheadRounds < 1 || c.overheadRounds > 100 || c.overheadScrape <= 0 {

@@ -226,10 +226,13 @@ func renderGoals(b *strings.Builder, r *report) {
 	if r.Overhead != nil {
 		p("The goal of the telemetry-overhead benchmark (issue 11) is under [Telemetry overhead](#telemetry-overhead-issue-11).\n")
 	}
+	if r.ManyUsers != nil {
+		p("The goals of the many-users benchmark (issue 36) are under [Many users](#many-users-issue-36).\n")
+	}
 	if r.Hostile != nil {
 		p("The goals of the hostile-traffic benchmark (issue 14) are under [Hostile traffic](#hostile-traffic-issue-14).\n")
 	}
-	if r.Overhead != nil || r.Hostile != nil {
+	if r.Overhead != nil || r.ManyUsers != nil || r.Hostile != nil {
 		p("\n")
 	}
 

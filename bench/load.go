@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -228,7 +229,11 @@ func perRequest(d time.Duration, requests int) time.Duration {
 
 // loadSpec is one load run to make.
 type loadSpec struct {
-	q           *query
+	q *query
+	// pages, when set in place of q, are the queries each client loads in
+	// turn, client i starting at the i-th (modulo their number), so that
+	// every page is loaded as often from the start.
+	pages       []*query
 	concurrency int
 	warmup      time.Duration
 	duration    time.Duration
@@ -238,6 +243,21 @@ type loadSpec struct {
 	// atStart and atEnd, when set, are called as the measured window opens
 	// and closes (make profile starts and stops the profiles with them).
 	atStart, atEnd func()
+	// answered, when set, is called once the run is over with the query
+	// and the latency of each answer counted in the window.
+	answered func(q *query, latency time.Duration)
+}
+
+// name is what the run loads: its query, or its pages joined by "+".
+func (s loadSpec) name() string {
+	if len(s.pages) == 0 {
+		return s.q.Name
+	}
+	names := make([]string, len(s.pages))
+	for i, q := range s.pages {
+		names[i] = q.Name
+	}
+	return strings.Join(names, "+")
 }
 
 // maxWarmup bounds how long a run waits for every client's first answer.
@@ -251,12 +271,13 @@ const maxWarmup = time.Minute
 // the CPU times are read at both ends of it, and requests still in flight
 // at its end are not counted (the clients stop once they are answered).
 func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Duration) {
-	res := result{Contender: c.name(), Query: s.q.Name, Concurrency: s.concurrency, Latency: s.latency}
+	res := result{Contender: c.name(), Query: s.name(), Concurrency: s.concurrency, Latency: s.latency}
 	pids := c.pids()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	type done struct {
+		q   *query
 		end time.Time
 		lat time.Duration
 		err error
@@ -332,15 +353,19 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 			case <-time.After(s.warmup * time.Duration(i) / time.Duration(s.concurrency)):
 			case <-runCtx.Done():
 			}
-			for runCtx.Err() == nil {
+			for k := i; runCtx.Err() == nil; k++ {
+				q := s.q
+				if len(s.pages) > 0 {
+					q = s.pages[k%len(s.pages)]
+				}
 				t0 := time.Now()
-				err := c.do(runCtx, s.q, &buf)
+				err := c.do(runCtx, q, &buf)
 				t1 := time.Now()
 				if !firstDone {
 					firstDone = true
 					first.Done()
 				}
-				mine = append(mine, done{t1, t1.Sub(t0), err})
+				mine = append(mine, done{q, t1, t1.Sub(t0), err})
 			}
 			if !firstDone {
 				first.Done()
@@ -366,6 +391,9 @@ func runLoad(ctx context.Context, c contender, s loadSpec) (result, []time.Durat
 			continue
 		}
 		latencies = append(latencies, d.lat)
+		if s.answered != nil {
+			s.answered(d.q, d.lat)
+		}
 	}
 	res.Elapsed = s.duration
 	res.CPU, res.SimCPU, res.ClientCPU = cpu1-cpu0, sim1-sim0, client1-client0

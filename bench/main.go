@@ -1,7 +1,8 @@
 // Command bench measures the gateway side by side with a hand-written REST
 // client, the same client's work behind one more HTTP hop (the extra-hop
-// floor) and GraphQL Mesh, all on the same simulator process, then attacks
-// it with hostile traffic, and writes docs/benchmarks.md and its JSON.
+// floor) and GraphQL Mesh, all on the same simulator process, measures what
+// its cache saves many users of one key, then attacks it with hostile
+// traffic, and writes docs/benchmarks.md and its JSON.
 //
 // It is a module of its own (bench/go.mod, the gateway's module replaced by
 // this checkout), so that building and testing the product builds none of
@@ -14,6 +15,7 @@
 //	go -C bench run . -smoke       # every configuration for about a second; CI
 //	go -C bench run . -hostile     # the hostile-traffic benchmark alone (hostile.go)
 //	go -C bench run . -overhead    # the telemetry-overhead benchmark alone (overhead.go)
+//	go -C bench run . -many-users  # the many-users benchmark alone (manyusers.go)
 //	go -C bench run . -profile Q   # CPU and allocation profiles of the gateway serving Q (profile.go)
 //
 // It builds the gateway and cmd/costsim, starts them on loopback ports, seeds
@@ -22,7 +24,9 @@
 // answers, counts the upstream calls of each query, then runs every query at
 // each concurrency, one contender after the other, reading each one's CPU
 // time and memory from /proc; then the gateway with its telemetry off and on
-// (overhead.go). Each run is bounded in time and everything it started is
+// (overhead.go), and with its cache off and on under many users of one key
+// (manyusers.go). Every gateway runs with its cache off but that last one
+// (startGateway). Each run is bounded in time and everything it started is
 // stopped at the end.
 package main
 
@@ -119,6 +123,8 @@ type report struct {
 	Hostile *hostileReport `json:"hostile,omitempty"`
 	// Overhead is the telemetry-overhead benchmark, when it ran.
 	Overhead *overheadReport `json:"overhead,omitempty"`
+	// ManyUsers is the many-users benchmark, when it ran.
+	ManyUsers *manyUsersReport `json:"many_users,omitempty"`
 }
 
 // callCount is the upstream calls one contender made for one query.
@@ -146,6 +152,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cfg.overheadOnly {
 		return runOverheadOnly(ctx, cfg)
+	}
+	if cfg.manyUsersOnly {
+		return runManyUsersOnly(ctx, cfg)
 	}
 	if cfg.render != "" {
 		b, err := os.ReadFile(cfg.render)
@@ -236,6 +245,17 @@ func run(ctx context.Context, cfg config) error {
 		}
 		rep.Overhead = o
 	}
+	if cfg.withManyUsers && ctx.Err() == nil {
+		logf("many users: %d clients with one key, the gateway with its cache off and on", cfg.manyUsersClients)
+		m, err := runManyUsers(ctx, cfg, b)
+		if err != nil {
+			failures = append(failures, "many users: "+err.Error())
+		}
+		if m != nil {
+			failures = append(failures, manyUsersProblems(m)...)
+		}
+		rep.ManyUsers = m
+	}
 	if cfg.allocs {
 		logf("in-process allocation benchmarks (go test -bench BenchmarkQuery -benchmem ./bench)")
 		allocs, err := runAllocBenchmarks(ctx, cfg)
@@ -290,6 +310,19 @@ func runOverheadOnly(ctx context.Context, cfg config) error {
 		}
 		rep.Overhead = o
 		return overheadProblems(o), nil
+	})
+}
+
+// runManyUsersOnly runs the many-users benchmark alone (runSectionOnly).
+func runManyUsersOnly(ctx context.Context, cfg config) error {
+	return runSectionOnly(ctx, cfg, func(b binaries, rep *report) ([]string, error) {
+		logf("many users: %d clients with one key, the gateway with its cache off and on", cfg.manyUsersClients)
+		m, err := runManyUsers(ctx, cfg, b)
+		if err != nil {
+			return nil, err
+		}
+		rep.ManyUsers = m
+		return manyUsersProblems(m), nil
 	})
 }
 

@@ -141,11 +141,15 @@ func renderReport(r *report) string {
 		if r.Overhead != nil {
 			ran = append(ran, "the telemetry-overhead benchmark")
 		}
+		if r.ManyUsers != nil {
+			ran = append(ran, "the many-users benchmark")
+		}
 		if r.Hostile != nil {
 			ran = append(ran, "the hostile-traffic benchmark")
 		}
 		p("# Benchmarks\n\nOnly %s has run; `go run ./bench` runs the others.\n\n", strings.Join(ran, " and "))
 		renderOverhead(&b, r.Overhead)
+		renderManyUsers(&b, r.ManyUsers)
 		renderHostile(&b, r.Hostile)
 		return b.String()
 	}
@@ -158,6 +162,12 @@ func renderReport(r *report) string {
 	p("all on the same simulator process (`cmd/costsim`) on one machine, in one run. This file is written by the harness in\n")
 	p("`bench/` (`go run ./bench`, which also writes the figures to the JSON file beside it); do not edit it by\n")
 	p("hand: rerun it, or render it again from its JSON with `go run ./bench -render docs/benchmarks.json`.\n\n")
+	p("Every gateway here runs with its cache of upstream answers off (`-cache off`, set as `COSTGW_CACHE=off`), so\n")
+	p("that each request makes its own upstream calls: the figures are what one request costs")
+	if r.ManyUsers != nil {
+		p("; what the cache saves\nmany users is under [Many users](#many-users-issue-36)")
+	}
+	p(".\n\n")
 	if r.Smoke {
 		p("**Smoke run**: each configuration ran for about a second only. The figures check that the harness works;\n")
 		p("they are not measurements.\n\n")
@@ -206,6 +216,7 @@ func renderReport(r *report) string {
 	renderMemory(&b, r)
 	renderBaseline(&b, r)
 	renderOverhead(&b, r.Overhead)
+	renderManyUsers(&b, r.ManyUsers)
 	renderHostile(&b, r.Hostile)
 
 	if notes, err := os.ReadFile(filepath.Join("bench", "NOTES.md")); err == nil {
