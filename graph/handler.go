@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -21,6 +22,7 @@ import (
 	"github.com/costgw/gateway/graph/loaders"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/graph/resolvers"
+	"github.com/costgw/gateway/internal/httpx"
 	"github.com/costgw/gateway/upstream"
 )
 
@@ -78,6 +80,12 @@ type Options struct {
 	// allowance of refusals and is paced: kind is keyless, unaccepted or
 	// key (never which key). The endpoint also logs it.
 	OnPaced func(kind string)
+	// RequestTimeout is each request's deadline (0: none but the caller's
+	// context's), set here and read by every later step from the request's
+	// context: the body's read (readFirst), the wait for a place
+	// (admission), the upstream calls, and the guard that answers 504 when
+	// the answer has not started by then (guardDeadline).
+	RequestTimeout time.Duration
 	// Overdue, when not nil, counts the handlers running on after their
 	// request was answered 504 REQUEST_TIMEOUT in their place: they end when
 	// they notice their context has ended, and their client has its whole
@@ -171,7 +179,11 @@ func NewHandler(o Options) http.Handler {
 	}
 	// The body is read, by the request's deadline, before the request is
 	// admitted: a place bounds work, not a client's I/O (readfirst.go).
-	return noStore(readFirst(maxBody, adm, guardDeadline(log, overdue, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
+	h := noStore(readFirst(maxBody, adm, guardDeadline(log, overdue, adm.admit(withCaller(loaders.Middleware(o.Client, lo, srv))))))
+	if o.RequestTimeout > 0 {
+		h = httpx.Deadline(o.RequestTimeout, h)
+	}
+	return h
 }
 
 // noStore marks every answer of the endpoint as one no cache may keep:

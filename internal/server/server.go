@@ -206,6 +206,7 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 		CallerInFlight:   cfg.CallerInFlight,
 		InFlight:         cfg.RequestsInFlight,
 		CallerRefusals:   cfg.CallerRefusals,
+		RequestTimeout:   cfg.RequestTimeout,
 		Overdue:          new(atomic.Int64),
 	}
 	if inst.metrics != nil {
@@ -241,16 +242,15 @@ func serve(ctx context.Context, cfg Config, tracing *telemetry.Tracing, log *slo
 	// The middleware chain, outermost first: a panic anywhere becomes a 500;
 	// every request gets an id, its Info, and the server span that continues
 	// the caller's trace; then one access line, which names the span; CORS
-	// answers preflights before a route sees them; every request gets its
-	// deadline.
+	// answers preflights before a route sees them. The GraphQL endpoint
+	// owns its requests' deadline (graph.Options.RequestTimeout).
 	srv := &http.Server{
 		Handler: httpx.Recover(log, inst.internalError,
 			httpx.RequestID(
 				withInfo(cfg.Cache,
 					tracing.Handler(
 						httpx.AccessLog(log, httpx.AccessLogOptions{Quiet: probePaths, Attrs: infoAttrs},
-							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders,
-								httpx.Deadline(cfg.RequestTimeout, mux))),
+							withCORS(cfg.CORSOrigins, cfg.CORSAllowedHeaders, mux)),
 						mux, probePaths...)))),
 		ReadHeaderTimeout: 10 * time.Second,
 		// A GET of the largest query string and the other headers; what a
