@@ -372,3 +372,34 @@ func TestCacheRedisDown(t *testing.T) {
 		})
 	}
 }
+
+// TestCacheWriteRedisRefuses writes through replica A while Redis refuses
+// writes (out of memory, as maxmemory with noeviction answers) but still
+// answers reads: the write's eviction does not reach Redis, which A logs,
+// and A serves no entry recorded before it, of any key: its own reads show
+// the write at once.
+func TestCacheWriteRedisRefuses(t *testing.T) {
+	t.Parallel()
+	r := startReplicas(t)
+	id := r.sim.IDs(writerKey, sim.CollectionBudgets)[0]
+	warm(t, r.a, sameOrgKey, listQuery, nil)
+	warm(t, r.a, sameOrgKey, budgetQuery, budgetVars(id))
+	rdb := r.rds.Client(t)
+	if err := rdb.ConfigSet(t.Context(), "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	update := `mutation($in: UpdateBudgetInput!) { updateBudget(input: $in) { userErrors { message } } }`
+	in := map[string]any{"in": map[string]any{"id": relay.BudgetID(id), "name": "Renamed, Redis full"}}
+	if a := ask(t, r.a, writerKey, update, in); len(a.Errors) > 0 || strings.Contains(string(a.Data), `"message"`) {
+		t.Fatalf("the write on A: %s", a)
+	}
+	if one := single(t, ask(t, r.a, sameOrgKey, budgetQuery, budgetVars(id))); one == nil || one.Name != "Renamed, Redis full" {
+		t.Errorf("the budget on A: %+v, want the new name", one)
+	}
+	if list := listed(t, ask(t, r.a, sameOrgKey, listQuery, nil)); !slices.ContainsFunc(list, func(b budgetRow) bool { return b.Name == "Renamed, Redis full" }) {
+		t.Errorf("the list on A has not the new name: %q", names(list))
+	}
+	if !strings.Contains(r.a.logs.String(), "a write's eviction did not reach the shared cache") {
+		t.Errorf("A did not log that the eviction failed:\n%s", r.a.logs)
+	}
+}
