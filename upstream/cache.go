@@ -47,6 +47,11 @@ type Cache struct {
 	local   map[string]localVersion // the tags' versions without a SharedCache
 	clock   uint64                  // the last local version given
 
+	// unbumped is when a write's eviction last failed to reach the
+	// SharedCache (unix nanoseconds): no entry with tags fetched before is
+	// served here, as its versions may not show that write.
+	unbumped atomic.Int64
+
 	flight singleflight.Group
 	stats  map[string]*opStats
 }
@@ -380,7 +385,9 @@ func (ca *Cache) learn(kh [32]byte, org string) {
 // written evicts, for every key, the entries a write of the key ctx
 // carries changed: the budget id (when not "") and the budget lists of org
 // (the key's known organization when ""). It is called for every write
-// that may have applied.
+// that may have applied. When the shared cache does not take the bump,
+// this replica serves no entry with tags fetched before (others may, until
+// their entries expire).
 func (ca *Cache) written(ctx context.Context, id, org string) {
 	if ca == nil {
 		return
@@ -396,6 +403,7 @@ func (ca *Cache) written(ctx context.Context, id, org string) {
 	}
 	if ca.shared != nil {
 		if err := ca.shared.Bump(context.WithoutCancel(ctx), tags, ca.maxLife()); err != nil {
+			ca.unbumped.Store(ca.now().UnixNano())
 			ca.log.LogAttrs(ctx, slog.LevelError, "cache: a write's eviction did not reach the shared cache; "+
 				"other replicas may serve what it changed until their entries expire",
 				slog.Any("tags", tags), slog.String("error", err.Error()))
@@ -560,6 +568,9 @@ func (ca *Cache) onEvict(_ [32]byte, e *entry) {
 func (ca *Cache) valid(ctx context.Context, e *entry) (bool, error) {
 	if len(e.tags) == 0 {
 		return true, nil
+	}
+	if e.fetched.UnixNano() <= ca.unbumped.Load() {
+		return false, nil
 	}
 	epoch, vers, err := ca.versions(ctx, e.tags)
 	if err != nil {

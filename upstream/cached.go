@@ -73,14 +73,15 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 			})
 			select {
 			case r := <-ch:
+				if own { // sent, whatever its answer
+					st.misses.Add(1)
+					rs.missed()
+				}
 				if r.Err == nil {
 					f := r.Val.(fetched)
 					if !own {
 						st.hits.Add(1)
 						rs.served(f.sent, ca.now(), false)
-					} else {
-						st.misses.Add(1)
-						rs.missed()
 					}
 					return f.env.(*envelope[T]), nil
 				}
