@@ -30,7 +30,6 @@ import (
 	"github.com/graph-gophers/dataloader/v7"
 
 	"github.com/costgw/gateway/graph/cost"
-	"github.com/costgw/gateway/internal/gopool"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/ops"
 )
@@ -173,15 +172,7 @@ func (l *Loader[K, V]) Load(ctx context.Context, key K) dataloader.Thunk[V] {
 	if c == nil {
 		return t
 	}
-	if l.f.pooled.Add(1) <= pooledCalls {
-		gopool.Go(func() {
-			defer l.f.pooled.Add(-1)
-			l.run(ctx, c, key)
-		})
-	} else {
-		l.f.pooled.Add(-1)
-		go l.run(ctx, c, key)
-	}
+	go l.run(ctx, c, key)
 	return t
 }
 
@@ -223,16 +214,6 @@ func (l *Loader[K, V]) run(ctx context.Context, c *call[V], key K) {
 	defer close(c.done)
 	c.v, c.err = fetchOne(ctx, l.f, l.fetch, key)
 }
-
-// pooledCalls is how many of a request's calls run on goroutines kept from
-// earlier work (internal/gopool) at once: a budget's detail and actuals,
-// the dashboard's four reports. Each decodes its answer deep in the JSON
-// decoder, which on a new goroutine would grow its stack there. A wider
-// tier's other calls (an overview's hundred) run on goroutines of their
-// own: a pool as wide as the widest tier is mostly idle goroutines whose
-// stacks the collector shrinks meanwhile, which costs the overview more CPU
-// than it saves (docs/performance.md, "The goroutine pool").
-const pooledCalls = 4
 
 // call is one key's call and, once done is closed, its answer.
 type call[V any] struct {
@@ -366,7 +347,6 @@ func New(c *upstream.Client, o Options) *Loaders {
 // bound on calls in flight, and with their panics recovered and logged.
 type fetcher struct {
 	sem     chan struct{}
-	pooled  atomic.Int32 // calls on the pool, or about to be
 	log     *slog.Logger
 	onPanic func()
 }

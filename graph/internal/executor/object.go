@@ -18,8 +18,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
-
-	"github.com/costgw/gateway/internal/gopool"
 )
 
 // LeafFunc appends the record leaf named field of obj, a record of the
@@ -131,9 +129,7 @@ func (o *Object) run(ctx context.Context, d *delayed) {
 }
 
 // Dispatch runs what ResolveConcurrently recorded as graphql.FieldSet does:
-// the first on this goroutine, each other on another, kept from earlier
-// work (internal/gopool) so that its stack has grown to the executor's
-// depth already.
+// the first on this goroutine, each other on a goroutine of its own.
 func (o *Object) Dispatch(ctx context.Context) {
 	switch len(o.delayed) {
 	case 0:
@@ -143,11 +139,7 @@ func (o *Object) Dispatch(ctx context.Context) {
 		var wg sync.WaitGroup
 		for k := 1; k < len(o.delayed); k++ {
 			d := &o.delayed[k]
-			wg.Add(1)
-			gopool.Go(func() {
-				defer wg.Done()
-				o.run(ctx, d)
-			})
+			wg.Go(func() { o.run(ctx, d) })
 		}
 		o.run(ctx, &o.delayed[0])
 		wg.Wait()
