@@ -314,16 +314,11 @@ func runManyUsers(ctx context.Context, cfg config, b binaries) (*manyUsersReport
 	rep := &manyUsersReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, LoadAvgStart: loadAvg(),
 		Clients: cfg.manyUsersClients, Key: sim.DemoKey, Pages: manyUsersPages, Latency: cfg.manyUsersLatency,
 		Warmup: cfg.warmup, Duration: cfg.manyUsersDuration, Rounds: cfg.manyUsersRounds, Gateways: manyUsersGateways}
-	simProc, simURL, simLog, err := startSim(ctx, b, cfg.manyUsersLatency)
+	costsim, err := startSeededSim(ctx, b, cfg.manyUsersLatency)
 	if err != nil {
 		return nil, err
 	}
-	defer simLog.Close()
-	defer simProc.stop()
-	fx, err := seed(ctx, simURL)
-	if err != nil {
-		return nil, fmt.Errorf("seed the simulator: %w", err)
-	}
+	defer costsim.stop()
 	var pages []*query
 	for _, n := range manyUsersPages {
 		pages = append(pages, queryByName(n))
@@ -337,12 +332,12 @@ func runManyUsers(ctx context.Context, cfg config, b binaries) (*manyUsersReport
 		}
 	}()
 	for _, g := range manyUsersGateways {
-		p, url, err := startGateway(ctx, "gateway "+g.Name, b.gateway, simURL, nil, g.Args...)
+		p, url, err := startGateway(ctx, "gateway "+g.Name, b.gateway, costsim.url, nil, g.Args...)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway %s: %w", g.Name, err)
 		}
 		procs = append(procs, p)
-		c, err := newGraphQL(g.Name, url, p.pid(), false, fx)
+		c, err := newGraphQL(g.Name, url, p.pid(), false, costsim.fx)
 		if err != nil {
 			return nil, err
 		}
@@ -371,18 +366,18 @@ func runManyUsers(ctx context.Context, cfg config, b binaries) (*manyUsersReport
 			mine := map[string][]time.Duration{}
 			r, lat := runLoad(ctx, g, loadSpec{pages: pages, concurrency: cfg.manyUsersClients, warmup: cfg.warmup,
 				duration: cfg.manyUsersDuration / time.Duration(cfg.manyUsersRounds), latency: cfg.manyUsersLatency,
-				measureRSS: true, simPid: simProc.pid(),
-				atStart:  func() { log0, t0 = logSize(simLog), g.tally() },
-				atEnd:    func() { log1, t1 = logSize(simLog), g.tally() },
+				measureRSS: true, simPid: costsim.proc.pid(),
+				atStart:  func() { log0, t0 = logSize(costsim.log), g.tally() },
+				atEnd:    func() { log1, t1 = logSize(costsim.log), g.tally() },
 				answered: func(q *query, d time.Duration) { mine[q.Name] = append(mine[q.Name], d) }})
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			calls, err := countCallLines(simLog.Name(), log0, log1)
+			calls, err := countCallLines(costsim.log.Name(), log0, log1)
 			if err != nil {
 				return nil, fmt.Errorf("count the simulator's calls: %w", err)
 			}
-			_ = simLog.Truncate(0)
+			_ = costsim.log.Truncate(0)
 			x := manyUsersResult{Gateway: g.name(), Round: round + 1, Load: r, UpstreamCalls: calls,
 				Reported: t1.minus(t0), Pages: pagesOf(manyUsersPages, mine)}
 			x.derive()
