@@ -63,10 +63,7 @@ var manyUsersGateways = []manyUsersGateway{
 
 // manyUsersReport is what the many-users benchmark measured.
 type manyUsersReport struct {
-	Started      time.Time          `json:"started"`
-	Finished     time.Time          `json:"finished"`
-	Command      string             `json:"command"`
-	Smoke        bool               `json:"smoke"`
+	runInfo
 	LoadAvgStart string             `json:"load_avg_start"`
 	LoadAvgEnd   string             `json:"load_avg_end"`
 	Clients      int                `json:"clients"`
@@ -311,7 +308,7 @@ func countCallLines(path string, from, to int64) (int64, error) {
 // runManyUsers runs the many-users benchmark on a simulator of its own,
 // which adds cfg.manyUsersLatency to each call.
 func runManyUsers(ctx context.Context, cfg config, b binaries) (*manyUsersReport, error) {
-	rep := &manyUsersReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, LoadAvgStart: loadAvg(),
+	rep := &manyUsersReport{runInfo: startRun(cfg), LoadAvgStart: loadAvg(),
 		Clients: cfg.manyUsersClients, Key: sim.DemoKey, Pages: manyUsersPages, Latency: cfg.manyUsersLatency,
 		Warmup: cfg.warmup, Duration: cfg.manyUsersDuration, Rounds: cfg.manyUsersRounds, Gateways: manyUsersGateways}
 	costsim, err := startSeededSim(ctx, b, cfg.manyUsersLatency)
@@ -501,13 +498,8 @@ func renderManyUsers(b *strings.Builder, r *manyUsersReport) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Many users (issue 36)\n\n")
-	if r.Smoke {
-		p("**Smoke run**: a moment per gateway with a few clients; the figures check that the harness works.\n\n")
-	}
-	p("```sh\n%s\n```\n\n", r.Command)
-	p("Run %s – %s (%s); load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"),
-		r.Finished.Sub(r.Started).Round(time.Second), r.LoadAvgStart, r.LoadAvgEnd)
+	r.writeHead(b, "a moment per gateway with a few clients")
+	p("%s; load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n", r.span(), r.LoadAvgStart, r.LoadAvgEnd)
 	p("%d clients, all with one API key (`%s`, organization one), each load in turn the %s (a page load\n",
 		r.Clients, r.Key, strings.Join(r.Pages, " and the "))
 	p("is one GraphQL request: without a cache the Overview makes 101 upstream calls and the Dashboard 4), in a closed\n")

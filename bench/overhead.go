@@ -85,10 +85,7 @@ func (oc overheadConfig) env(sinkURL string) []string {
 
 // overheadReport is what the telemetry-overhead benchmark measured.
 type overheadReport struct {
-	Started        time.Time        `json:"started"`
-	Finished       time.Time        `json:"finished"`
-	Command        string           `json:"command"`
-	Smoke          bool             `json:"smoke"`
+	runInfo
 	LoadAvgStart   string           `json:"load_avg_start"`
 	LoadAvgEnd     string           `json:"load_avg_end"`
 	Clients        int              `json:"clients"`
@@ -297,7 +294,7 @@ type overheadGateway struct {
 // runOverhead runs the telemetry-overhead benchmark on a simulator of its
 // own, with no added latency.
 func runOverhead(ctx context.Context, cfg config, b binaries) (*overheadReport, error) {
-	rep := &overheadReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, LoadAvgStart: loadAvg(),
+	rep := &overheadReport{runInfo: startRun(cfg), LoadAvgStart: loadAvg(),
 		Clients: cfg.overheadClients, Warmup: cfg.warmup, Duration: cfg.overheadDuration, Rounds: cfg.overheadRounds,
 		ScrapeInterval: cfg.overheadScrape, Queries: cfg.overheadQueries, Configs: overheadConfigs,
 		RoundCPU: map[string]map[string][]float64{}}

@@ -174,9 +174,7 @@ func renderReport(r *report) string {
 	}
 	p("```sh\n(cd bench/mesh && npm ci)   # once: Mesh and Hive Gateway, pinned by package-lock.json\n%s\n```\n\n", r.Command)
 	rounds := max(r.Rounds, 1)
-	p("Run %s – %s (%s). Each configuration (query, contender, clients) is measured for %v in all, in %d\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"),
-		r.Finished.Sub(r.Started).Round(time.Second), r.Duration, rounds)
+	p("%s. Each configuration (query, contender, clients) is measured for %v in all, in %d\n", r.span(), r.Duration, rounds)
 	p("round(s) with the contenders taking turns (in reverse order every other round); each round warms up for at\n")
 	p("least %v and until every client has had an answer, clients starting spread over the warm-up. Closed loop:\n", r.Warmup)
 	p("each client sends its next request when the last one is answered; requests that complete in the window\n")
