@@ -57,12 +57,11 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 		}
 	}()
 
-	if e.sim, e.simURL, e.simLog, err = startSim(ctx, b, latency); err != nil {
+	s, err := startSeededSim(ctx, b, latency)
+	if err != nil {
 		return nil, err
 	}
-	if e.fx, err = seed(ctx, e.simURL); err != nil {
-		return nil, fmt.Errorf("seed the simulator: %w", err)
-	}
+	e.sim, e.simURL, e.simLog, e.fx = s.proc, s.url, s.log, s.fx
 
 	if e.gateway, e.gwURL, err = startGateway(ctx, "gateway", b.gateway, e.simURL, nil); err != nil {
 		return nil, err
@@ -110,6 +109,35 @@ func startEnv(ctx context.Context, b binaries, latency time.Duration, withMesh b
 		e.contenders = append(e.contenders, m)
 	}
 	return e, nil
+}
+
+// simulator is a running cmd/costsim, seeded with the data the queries need.
+type simulator struct {
+	proc *proc
+	url  string
+	log  *os.File // its access log, one line per call
+	fx   fixture
+}
+
+// startSeededSim starts cmd/costsim with the given latency per call
+// (startSim) and seeds it (seed).
+func startSeededSim(ctx context.Context, b binaries, latency time.Duration) (*simulator, error) {
+	p, url, log, err := startSim(ctx, b, latency)
+	if err != nil {
+		return nil, err
+	}
+	s := &simulator{proc: p, url: url, log: log}
+	if s.fx, err = seed(ctx, url); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("seed the simulator: %w", err)
+	}
+	return s, nil
+}
+
+// stop stops the simulator and closes its log.
+func (s *simulator) stop() {
+	s.proc.stop()
+	s.log.Close()
 }
 
 // startSim starts cmd/costsim with the given latency per call and returns

@@ -59,10 +59,7 @@ const (
 
 // hostileReport is everything the hostile-traffic benchmark measured.
 type hostileReport struct {
-	Started        time.Time     `json:"started"`
-	Finished       time.Time     `json:"finished"`
-	Command        string        `json:"command"`
-	Smoke          bool          `json:"smoke"`
+	runInfo
 	Attackers      int           `json:"attackers"`
 	LegitClients   int           `json:"legit_clients"`
 	LegitQuery     string        `json:"legit_query"`
@@ -284,7 +281,7 @@ type hostileRun struct {
 
 // runHostile runs the hostile-traffic benchmark with the binaries of b.
 func runHostile(ctx context.Context, cfg config, b binaries) (*hostileReport, error) {
-	rep := &hostileReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, Attackers: cfg.attackers,
+	rep := &hostileReport{runInfo: startRun(cfg), Attackers: cfg.attackers,
 		LegitClients: cfg.legitClients, LegitQuery: legitQuery, Window: cfg.hostileWindow, ShapeWindow: cfg.hostileShapeWindow,
 		Timeout: cfg.hostileTimeout, RequestTimeout: cfg.hostileRequestTimeout, AloneWindow: cfg.hostileAloneWindow, RSSCap: int64(cfg.hostileRSSCapMiB) << 20,
 		RandomDocs: cfg.randomDocs}

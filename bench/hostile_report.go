@@ -15,13 +15,8 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	perLegit := r.quietCPU()
 	p("## Hostile traffic (issue 14)\n\n")
-	if r.Smoke {
-		p("**Smoke run**: a fraction of a second per phase; the figures check that the harness works.\n\n")
-	}
-	p("```sh\n%s\n```\n\n", r.Command)
-	p("Run %s – %s (%s). %d attackers send every hostile shape of issue 14 and random documents, each shape\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second),
-		r.Attackers)
+	r.writeHead(b, "a fraction of a second per phase")
+	p("%s. %d attackers send every hostile shape of issue 14 and random documents, each shape\n", r.span(), r.Attackers)
 	p("with the key of organization one (`%s`) and without any key where the shape allows both, back to back,\n", attackKey)
 	p("each request with a client timeout of %v; meanwhile %d legitimate clients send the %s query back to back with\n",
 		r.Timeout, r.LegitClients, r.LegitQuery)

@@ -92,12 +92,38 @@ func main() {
 	}
 }
 
+// runInfo is what every report says of its run: when it ran, the command
+// line, and whether it was a smoke run.
+type runInfo struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Command  string    `json:"command"`
+	Smoke    bool      `json:"smoke"`
+}
+
+// startRun is the runInfo of a run of cfg that starts now.
+func startRun(cfg config) runInfo {
+	return runInfo{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke}
+}
+
+// span says when the run was: "Run <start> – <end> (<duration>)".
+func (r runInfo) span() string {
+	return fmt.Sprintf("Run %s – %s (%s)", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"),
+		r.Finished.Sub(r.Started).Round(time.Second))
+}
+
+// writeHead writes what a section of a run of its own opens with: what a
+// smoke run did (smoke), if this was one, then the command.
+func (r runInfo) writeHead(b *strings.Builder, smoke string) {
+	if r.Smoke {
+		fmt.Fprintf(b, "**Smoke run**: %s; the figures check that the harness works.\n\n", smoke)
+	}
+	fmt.Fprintf(b, "```sh\n%s\n```\n\n", r.Command)
+}
+
 // report is everything a run measured.
 type report struct {
-	Started  time.Time     `json:"started"`
-	Finished time.Time     `json:"finished"`
-	Command  string        `json:"command"`
-	Smoke    bool          `json:"smoke"`
+	runInfo
 	Machine  machine       `json:"machine"`
 	Warmup   time.Duration `json:"warmup"`
 	Rounds   int           `json:"rounds"`
@@ -176,7 +202,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer os.RemoveAll(dir)
 	rep := &report{
-		Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, Warmup: cfg.warmup, Rounds: cfg.rounds,
+		runInfo: startRun(cfg), Warmup: cfg.warmup, Rounds: cfg.rounds,
 		Duration: cfg.duration, PathRounds: cfg.pathRounds, PathDuration: cfg.pathDur, Concurrency: cfg.concurrency, Latencies: cfg.latencies, MeshFork: cfg.meshFork,
 		Records: map[string][]record{}, Baseline: cfg.baseline,
 	}
@@ -339,7 +365,7 @@ func runSectionOnly(ctx context.Context, cfg config, run func(b binaries, rep *r
 	}
 	defer os.RemoveAll(dir)
 	b := binaries{dir: dir, gateway: filepath.Join(dir, "costgw"), costsim: filepath.Join(dir, "costsim")}
-	rep := &report{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke}
+	rep := &report{runInfo: startRun(cfg)}
 	earlier := false
 	if cfg.jsonOut != "" && !cfg.smoke {
 		if old, err := os.ReadFile(cfg.jsonOut); err == nil {

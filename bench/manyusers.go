@@ -63,10 +63,7 @@ var manyUsersGateways = []manyUsersGateway{
 
 // manyUsersReport is what the many-users benchmark measured.
 type manyUsersReport struct {
-	Started      time.Time          `json:"started"`
-	Finished     time.Time          `json:"finished"`
-	Command      string             `json:"command"`
-	Smoke        bool               `json:"smoke"`
+	runInfo
 	LoadAvgStart string             `json:"load_avg_start"`
 	LoadAvgEnd   string             `json:"load_avg_end"`
 	Clients      int                `json:"clients"`
@@ -311,19 +308,14 @@ func countCallLines(path string, from, to int64) (int64, error) {
 // runManyUsers runs the many-users benchmark on a simulator of its own,
 // which adds cfg.manyUsersLatency to each call.
 func runManyUsers(ctx context.Context, cfg config, b binaries) (*manyUsersReport, error) {
-	rep := &manyUsersReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, LoadAvgStart: loadAvg(),
+	rep := &manyUsersReport{runInfo: startRun(cfg), LoadAvgStart: loadAvg(),
 		Clients: cfg.manyUsersClients, Key: sim.DemoKey, Pages: manyUsersPages, Latency: cfg.manyUsersLatency,
 		Warmup: cfg.warmup, Duration: cfg.manyUsersDuration, Rounds: cfg.manyUsersRounds, Gateways: manyUsersGateways}
-	simProc, simURL, simLog, err := startSim(ctx, b, cfg.manyUsersLatency)
+	costsim, err := startSeededSim(ctx, b, cfg.manyUsersLatency)
 	if err != nil {
 		return nil, err
 	}
-	defer simLog.Close()
-	defer simProc.stop()
-	fx, err := seed(ctx, simURL)
-	if err != nil {
-		return nil, fmt.Errorf("seed the simulator: %w", err)
-	}
+	defer costsim.stop()
 	var pages []*query
 	for _, n := range manyUsersPages {
 		pages = append(pages, queryByName(n))
@@ -337,12 +329,12 @@ func runManyUsers(ctx context.Context, cfg config, b binaries) (*manyUsersReport
 		}
 	}()
 	for _, g := range manyUsersGateways {
-		p, url, err := startGateway(ctx, "gateway "+g.Name, b.gateway, simURL, nil, g.Args...)
+		p, url, err := startGateway(ctx, "gateway "+g.Name, b.gateway, costsim.url, nil, g.Args...)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway %s: %w", g.Name, err)
 		}
 		procs = append(procs, p)
-		c, err := newGraphQL(g.Name, url, p.pid(), false, fx)
+		c, err := newGraphQL(g.Name, url, p.pid(), false, costsim.fx)
 		if err != nil {
 			return nil, err
 		}
@@ -371,18 +363,18 @@ func runManyUsers(ctx context.Context, cfg config, b binaries) (*manyUsersReport
 			mine := map[string][]time.Duration{}
 			r, lat := runLoad(ctx, g, loadSpec{pages: pages, concurrency: cfg.manyUsersClients, warmup: cfg.warmup,
 				duration: cfg.manyUsersDuration / time.Duration(cfg.manyUsersRounds), latency: cfg.manyUsersLatency,
-				measureRSS: true, simPid: simProc.pid(),
-				atStart:  func() { log0, t0 = logSize(simLog), g.tally() },
-				atEnd:    func() { log1, t1 = logSize(simLog), g.tally() },
+				measureRSS: true, simPid: costsim.proc.pid(),
+				atStart:  func() { log0, t0 = logSize(costsim.log), g.tally() },
+				atEnd:    func() { log1, t1 = logSize(costsim.log), g.tally() },
 				answered: func(q *query, d time.Duration) { mine[q.Name] = append(mine[q.Name], d) }})
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			calls, err := countCallLines(simLog.Name(), log0, log1)
+			calls, err := countCallLines(costsim.log.Name(), log0, log1)
 			if err != nil {
 				return nil, fmt.Errorf("count the simulator's calls: %w", err)
 			}
-			_ = simLog.Truncate(0)
+			_ = costsim.log.Truncate(0)
 			x := manyUsersResult{Gateway: g.name(), Round: round + 1, Load: r, UpstreamCalls: calls,
 				Reported: t1.minus(t0), Pages: pagesOf(manyUsersPages, mine)}
 			x.derive()
@@ -506,13 +498,8 @@ func renderManyUsers(b *strings.Builder, r *manyUsersReport) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Many users (issue 36)\n\n")
-	if r.Smoke {
-		p("**Smoke run**: a moment per gateway with a few clients; the figures check that the harness works.\n\n")
-	}
-	p("```sh\n%s\n```\n\n", r.Command)
-	p("Run %s – %s (%s); load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"),
-		r.Finished.Sub(r.Started).Round(time.Second), r.LoadAvgStart, r.LoadAvgEnd)
+	r.writeHead(b, "a moment per gateway with a few clients")
+	p("%s; load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n", r.span(), r.LoadAvgStart, r.LoadAvgEnd)
 	p("%d clients, all with one API key (`%s`, organization one), each load in turn the %s (a page load\n",
 		r.Clients, r.Key, strings.Join(r.Pages, " and the "))
 	p("is one GraphQL request: without a cache the Overview makes 101 upstream calls and the Dashboard 4), in a closed\n")

@@ -85,10 +85,7 @@ func (oc overheadConfig) env(sinkURL string) []string {
 
 // overheadReport is what the telemetry-overhead benchmark measured.
 type overheadReport struct {
-	Started        time.Time        `json:"started"`
-	Finished       time.Time        `json:"finished"`
-	Command        string           `json:"command"`
-	Smoke          bool             `json:"smoke"`
+	runInfo
 	LoadAvgStart   string           `json:"load_avg_start"`
 	LoadAvgEnd     string           `json:"load_avg_end"`
 	Clients        int              `json:"clients"`
@@ -297,20 +294,15 @@ type overheadGateway struct {
 // runOverhead runs the telemetry-overhead benchmark on a simulator of its
 // own, with no added latency.
 func runOverhead(ctx context.Context, cfg config, b binaries) (*overheadReport, error) {
-	rep := &overheadReport{Started: time.Now(), Command: commandLine(cfg.args), Smoke: cfg.smoke, LoadAvgStart: loadAvg(),
+	rep := &overheadReport{runInfo: startRun(cfg), LoadAvgStart: loadAvg(),
 		Clients: cfg.overheadClients, Warmup: cfg.warmup, Duration: cfg.overheadDuration, Rounds: cfg.overheadRounds,
 		ScrapeInterval: cfg.overheadScrape, Queries: cfg.overheadQueries, Configs: overheadConfigs,
 		RoundCPU: map[string]map[string][]float64{}}
-	simProc, simURL, simLog, err := startSim(ctx, b, 0)
+	costsim, err := startSeededSim(ctx, b, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer simLog.Close()
-	defer simProc.stop()
-	fx, err := seed(ctx, simURL)
-	if err != nil {
-		return nil, fmt.Errorf("seed the simulator: %w", err)
-	}
+	defer costsim.stop()
 
 	var gws []*overheadGateway
 	scrapeCtx, stopScraping := context.WithCancel(ctx)
@@ -348,12 +340,12 @@ func runOverhead(ctx context.Context, cfg config, b binaries) (*overheadReport, 
 			g.admin = fmt.Sprintf("127.0.0.1:%d", port)
 		}
 		var url string
-		if g.proc, url, err = startGatewayAdmin(ctx, "gateway "+oc.Name, b.gateway, simURL, g.admin, oc.env(sinkURL)); err != nil {
+		if g.proc, url, err = startGatewayAdmin(ctx, "gateway "+oc.Name, b.gateway, costsim.url, g.admin, oc.env(sinkURL)); err != nil {
 			g.sink.close()
 			return nil, fmt.Errorf("the gateway with telemetry %s: %w", oc.Name, err)
 		}
 		gws = append(gws, g)
-		c, err := newGraphQL(oc.Name, url, g.proc.pid(), false, fx)
+		c, err := newGraphQL(oc.Name, url, g.proc.pid(), false, costsim.fx)
 		if err != nil {
 			return nil, err
 		}
@@ -375,7 +367,7 @@ func runOverhead(ctx context.Context, cfg config, b binaries) (*overheadReport, 
 	for _, qn := range cfg.overheadQueries {
 		q := queryByName(qn)
 		merged, rounds := inTurns(ctx, contenders, cfg.overheadRounds, balancedOrder, loadSpec{q: q, concurrency: cfg.overheadClients,
-			warmup: cfg.warmup, duration: cfg.overheadDuration, simPid: simProc.pid()}, func() { _ = simLog.Truncate(0) })
+			warmup: cfg.warmup, duration: cfg.overheadDuration, simPid: costsim.proc.pid()}, func() { _ = costsim.log.Truncate(0) })
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // renderOverhead writes the section of the telemetry-overhead benchmark.
@@ -14,13 +13,8 @@ func renderOverhead(b *strings.Builder, r *overheadReport) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Telemetry overhead (issue 11)\n\n")
-	if r.Smoke {
-		p("**Smoke run**: a fraction of a second per configuration; the figures check that the harness works.\n\n")
-	}
-	p("```sh\n%s\n```\n\n", r.Command)
-	p("Run %s – %s (%s); load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"),
-		r.Finished.Sub(r.Started).Round(time.Second), r.LoadAvgStart, r.LoadAvgEnd)
+	r.writeHead(b, "a fraction of a second per configuration")
+	p("%s; load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n", r.span(), r.LoadAvgStart, r.LoadAvgEnd)
 	p("The gateway in %d configurations, each a process of its own on one simulator (no added latency), all started\n", len(r.Configs))
 	p("before the first is measured, and measured as the throughput runs are: %d clients, %v per configuration and\n", r.Clients, r.Duration)
 	p("query in %d round(s), each round warming up for at least %v. The configurations take turns in a balanced\n", r.Rounds, r.Warmup)

@@ -105,16 +105,11 @@ func runProfile(ctx context.Context, cfg config) error {
 	}
 
 	lat := cfg.latencies[0]
-	sim, simURL, simLog, err := startSim(ctx, b, lat)
+	costsim, err := startSeededSim(ctx, b, lat)
 	if err != nil {
 		return err
 	}
-	defer simLog.Close()
-	defer sim.stop()
-	fx, err := seed(ctx, simURL)
-	if err != nil {
-		return fmt.Errorf("seed the simulator: %w", err)
-	}
+	defer costsim.stop()
 	absDir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -137,7 +132,7 @@ func runProfile(ctx context.Context, cfg config) error {
 		}
 		admin = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	gw, url, err := startGatewayAdmin(ctx, "gateway", b.gateway, simURL, admin,
+	gw, url, err := startGatewayAdmin(ctx, "gateway", b.gateway, costsim.url, admin,
 		append(oc.env(sinkURL), profilehook.Env+"="+absDir))
 	if err != nil {
 		return err
@@ -148,7 +143,7 @@ func runProfile(ctx context.Context, cfg config) error {
 		scr := scrape(sctx, "http://"+admin+"/metrics", cfg.overheadScrape)
 		defer func() { stop(); <-scr.done }()
 	}
-	c, err := newGraphQL(nameGateway, url, gw.pid(), false, fx)
+	c, err := newGraphQL(nameGateway, url, gw.pid(), false, costsim.fx)
 	if err != nil {
 		return err
 	}
@@ -165,7 +160,7 @@ func runProfile(ctx context.Context, cfg config) error {
 	logf("profiling the gateway (telemetry %s): %s, %d clients, %v measured after at least %v of warm-up", oc.Name, q.Name,
 		cfg.profileClients, cfg.profileDuration, cfg.warmup)
 	res, _ := runLoad(ctx, c, loadSpec{q: q, concurrency: cfg.profileClients, warmup: cfg.warmup,
-		duration: cfg.profileDuration, latency: lat, simPid: sim.pid(),
+		duration: cfg.profileDuration, latency: lat, simPid: costsim.proc.pid(),
 		atStart: signal(syscall.SIGUSR1), atEnd: signal(syscall.SIGUSR2)})
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -103,6 +103,19 @@ func (e *testEnv) direct(tb testing.TB, q *query) {
 	e.check(tb, q, 200, b)
 }
 
+// testServer is one way of serving a query in these tests: its name and
+// the method that serves it.
+type testServer struct {
+	name string
+	run  func(testing.TB, *query)
+}
+
+// servers are the gateway and the direct client, the two ways the tests
+// serve every query.
+func (e *testEnv) servers() []testServer {
+	return []testServer{{nameGateway, e.gateway}, {nameDirect, e.direct}}
+}
+
 func (e *testEnv) check(tb testing.TB, q *query, status int, body []byte) {
 	tb.Helper()
 	var a gqlAnswer
@@ -172,10 +185,7 @@ func TestQueriesMakeTheMinimumCalls(t *testing.T) {
 		for op, n := range q.Min {
 			want[op] = int64(n)
 		}
-		for _, c := range []struct {
-			name string
-			run  func(testing.TB, *query)
-		}{{nameGateway, e.gateway}, {nameDirect, e.direct}} {
+		for _, c := range e.servers() {
 			t.Run(q.Name+"/"+c.name, func(t *testing.T) {
 				e.sim.ResetCounts()
 				c.run(t, q)
@@ -202,10 +212,7 @@ func TestQueriesTakeTheMinimumTiers(t *testing.T) {
 	e.sim.SetLatency(sim.Latency{Fixed: latency})
 	for i := range queries {
 		q := &queries[i]
-		for _, c := range []struct {
-			name string
-			run  func(testing.TB, *query)
-		}{{nameGateway, e.gateway}, {nameDirect, e.direct}} {
+		for _, c := range e.servers() {
 			t.Run(q.Name+"/"+c.name, func(t *testing.T) {
 				e.rt.take()
 				c.run(t, q)

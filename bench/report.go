@@ -174,9 +174,7 @@ func renderReport(r *report) string {
 	}
 	p("```sh\n(cd bench/mesh && npm ci)   # once: Mesh and Hive Gateway, pinned by package-lock.json\n%s\n```\n\n", r.Command)
 	rounds := max(r.Rounds, 1)
-	p("Run %s – %s (%s). Each configuration (query, contender, clients) is measured for %v in all, in %d\n",
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"),
-		r.Finished.Sub(r.Started).Round(time.Second), r.Duration, rounds)
+	p("%s. Each configuration (query, contender, clients) is measured for %v in all, in %d\n", r.span(), r.Duration, rounds)
 	p("round(s) with the contenders taking turns (in reverse order every other round); each round warms up for at\n")
 	p("least %v and until every client has had an answer, clients starting spread over the warm-up. Closed loop:\n", r.Warmup)
 	p("each client sends its next request when the last one is answered; requests that complete in the window\n")
@@ -225,6 +223,32 @@ func renderReport(r *report) string {
 	return b.String()
 }
 
+// latencyGoal is the goal row of a bound on the gateway's p50, met by every
+// query whose p50 is within it: measure returns a query's p50 and bound, or
+// false where the query was not measured. False when none was.
+func (r *report) latencyGoal(goal string, measure func(qn string) (p50, bound time.Duration, ok bool)) (goalRow, bool) {
+	worst, worstQ := 0.0, ""
+	met, all := 0, 0
+	for _, qn := range r.Queries {
+		p50, bound, ok := measure(qn)
+		if !ok {
+			continue
+		}
+		if x := float64(p50) / float64(bound); x > worst || worstQ == "" {
+			worst, worstQ = x, qn
+		}
+		all++
+		if p50 <= bound {
+			met++
+		}
+	}
+	if worstQ == "" {
+		return goalRow{}, false
+	}
+	return goalRow{Goal: goal, Met: met == all,
+		Measured: fmt.Sprintf("met by %d of %d queries; worst %.2f of the bound (%s)", met, all, worst, worstQ)}, true
+}
+
 func durations(ds []time.Duration) string {
 	s := make([]string, len(ds))
 	for i, d := range ds {
@@ -266,53 +290,28 @@ func earlierGoals(r *report) []goalRow {
 
 	// Critical path.
 	for _, lat := range r.Latencies {
-		worst, worstQ := 0.0, ""
-		met, all := 0, 0
-		for _, qn := range r.Queries {
+		goal := fmt.Sprintf("latency ≤ 1.05 × tiers × %v + 2 ms (p50, concurrency 1)", lat)
+		if row, ok := r.latencyGoal(goal, func(qn string) (p50, bound time.Duration, ok bool) {
 			res, found := r.find(nameGateway, qn, 1, lat)
 			if !found {
-				continue
+				return 0, 0, false
 			}
-			bound := cpBound(queryByName(qn).Tiers, lat)
-			x := float64(res.P50) / float64(bound)
-			if x > worst || worstQ == "" {
-				worst, worstQ = x, qn
-			}
-			all++
-			if res.P50 <= bound {
-				met++
-			}
-		}
-		if worstQ != "" {
-			rows = append(rows, goalRow{Goal: fmt.Sprintf("latency ≤ 1.05 × tiers × %v + 2 ms (p50, concurrency 1)", lat),
-				Measured: fmt.Sprintf("met by %d of %d queries; worst %.2f of the bound (%s)", met, all, worst, worstQ), Met: met == all})
+			return res.P50, cpBound(queryByName(qn).Tiers, lat), true
+		}); ok {
+			rows = append(rows, row)
 		}
 	}
 	// The same bound on the measured critical path: the direct client's
 	// latency, which adds to the injected latency what the calls themselves
 	// cost on this machine.
 	for _, lat := range r.Latencies {
-		worst, worstQ := 0.0, ""
-		met, all := 0, 0
-		for _, qn := range r.Queries {
+		goal := fmt.Sprintf("latency ≤ 1.05 × direct's + 2 ms, %v per call (the measured critical path)", lat)
+		if row, ok := r.latencyGoal(goal, func(qn string) (p50, bound time.Duration, ok bool) {
 			g, found := r.find(nameGateway, qn, 1, lat)
 			d, found2 := r.find(nameDirect, qn, 1, lat)
-			if !found || !found2 {
-				continue
-			}
-			bound := time.Duration(goalCPFactor*float64(d.P50)) + goalCPSlack
-			x := float64(g.P50) / float64(bound)
-			if x > worst || worstQ == "" {
-				worst, worstQ = x, qn
-			}
-			all++
-			if g.P50 <= bound {
-				met++
-			}
-		}
-		if worstQ != "" {
-			rows = append(rows, goalRow{Goal: fmt.Sprintf("latency ≤ 1.05 × direct's + 2 ms, %v per call (the measured critical path)", lat),
-				Measured: fmt.Sprintf("met by %d of %d queries; worst %.2f of the bound (%s)", met, all, worst, worstQ), Met: met == all})
+			return g.P50, time.Duration(goalCPFactor*float64(d.P50)) + goalCPSlack, found && found2
+		}); ok {
+			rows = append(rows, row)
 		}
 	}
 
