@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -51,6 +52,13 @@ type Cache struct {
 	// SharedCache (unix nanoseconds): no entry with tags fetched before is
 	// served here, as its versions may not show that write.
 	unbumped atomic.Int64
+	// retry holds the tags of failed bumps, sent again every bumpRetry
+	// until the shared cache takes them.
+	retry struct {
+		sync.Mutex
+		tags      map[string]struct{}
+		scheduled bool
+	}
 
 	flight singleflight.Group
 	stats  map[string]*opStats
@@ -405,8 +413,9 @@ func (ca *Cache) written(ctx context.Context, id, org string) {
 		if err := ca.shared.Bump(context.WithoutCancel(ctx), tags, ca.maxLife()); err != nil {
 			ca.unbumped.Store(ca.now().UnixNano())
 			ca.log.LogAttrs(ctx, slog.LevelError, "cache: a write's eviction did not reach the shared cache; "+
-				"other replicas may serve what it changed until their entries expire",
+				"other replicas may serve what it changed until it does (tried again every second) or their entries expire",
 				slog.Any("tags", tags), slog.String("error", err.Error()))
+			ca.retryBump(tags)
 		}
 		return
 	}
@@ -420,6 +429,42 @@ func (ca *Cache) written(ctx context.Context, id, org string) {
 		ca.clock++
 		ca.local[t] = localVersion{v: ca.clock, at: now}
 	}
+}
+
+// bumpRetry is how often failed bumps are sent again.
+const bumpRetry = time.Second
+
+// retryBump sends tags to the shared cache again in bumpRetry, and keeps
+// doing so, with the tags of every other failed bump, until it takes them.
+func (ca *Cache) retryBump(tags []string) {
+	ca.retry.Lock()
+	defer ca.retry.Unlock()
+	if ca.retry.tags == nil {
+		ca.retry.tags = map[string]struct{}{}
+	}
+	for _, t := range tags {
+		ca.retry.tags[t] = struct{}{}
+	}
+	if ca.retry.scheduled || len(ca.retry.tags) == 0 {
+		return
+	}
+	ca.retry.scheduled = true
+	time.AfterFunc(bumpRetry, func() {
+		ca.retry.Lock()
+		pending := slices.Collect(maps.Keys(ca.retry.tags))
+		ca.retry.Unlock()
+		err := ca.shared.Bump(context.Background(), pending, ca.maxLife())
+		ca.retry.Lock()
+		ca.retry.scheduled = false
+		if err == nil {
+			for _, t := range pending {
+				delete(ca.retry.tags, t)
+			}
+			ca.log.Info("cache: failed evictions reached the shared cache", "tags", len(pending))
+		}
+		ca.retry.Unlock()
+		ca.retryBump(nil)
+	})
 }
 
 // pruneLocal forgets the versions of tags bumped longer ago than any entry

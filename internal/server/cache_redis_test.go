@@ -377,13 +377,15 @@ func TestCacheRedisDown(t *testing.T) {
 // writes (out of memory, as maxmemory with noeviction answers) but still
 // answers reads: the write's eviction does not reach Redis, which A logs,
 // and A serves no entry recorded before it, of any key: its own reads show
-// the write at once.
+// the write at once. Once Redis takes writes again, A's retry of the
+// eviction reaches it, and B shows the write too.
 func TestCacheWriteRedisRefuses(t *testing.T) {
 	t.Parallel()
 	r := startReplicas(t)
 	id := r.sim.IDs(writerKey, sim.CollectionBudgets)[0]
 	warm(t, r.a, sameOrgKey, listQuery, nil)
 	warm(t, r.a, sameOrgKey, budgetQuery, budgetVars(id))
+	warm(t, r.b, sameOrgKey, budgetQuery, budgetVars(id))
 	rdb := r.rds.Client(t)
 	if err := rdb.ConfigSet(t.Context(), "maxmemory", "1").Err(); err != nil {
 		t.Fatal(err)
@@ -402,4 +404,16 @@ func TestCacheWriteRedisRefuses(t *testing.T) {
 	if !strings.Contains(r.a.logs.String(), "a write's eviction did not reach the shared cache") {
 		t.Errorf("A did not log that the eviction failed:\n%s", r.a.logs)
 	}
+	// Once Redis takes writes again, A's eviction is sent again, and B
+	// shows the write too.
+	if err := rdb.ConfigSet(t.Context(), "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var one *budgetRow
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if one = single(t, ask(t, r.b, sameOrgKey, budgetQuery, budgetVars(id))); one != nil && one.Name == "Renamed, Redis full" {
+			return
+		}
+	}
+	t.Errorf("the budget on B 5 s after Redis took writes again: %+v, want the new name", one)
 }
