@@ -308,6 +308,30 @@ func TestWaitingBodiesOfACallerAreBounded(t *testing.T) {
 	}
 }
 
+// firstRead calls done when it is first read.
+type firstRead struct {
+	r    io.Reader
+	once sync.Once
+	done func()
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	f.once.Do(f.done)
+	return f.r.Read(p)
+}
+
+// waitGroup waits for wg, failing after 10 s.
+func waitGroup(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10s for %s", what)
+	}
+}
+
 // What a caller's bodies hold is what arrived, not what Content-Length
 // announced: connections that announce large bodies and send nothing hold
 // nothing of their caller's bound. (Counted by Content-Length, 32 of them
@@ -317,12 +341,13 @@ func TestAnnouncedBodiesHoldNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	idle := 40
-	var wg sync.WaitGroup
+	var wg, reading sync.WaitGroup
+	reading.Add(idle)
 	writers := make([]*io.PipeWriter, idle)
 	for i := range idle {
 		pr, pw := io.Pipe()
 		writers[i] = pw
-		req := httptest.NewRequest("POST", "/graphql", pr)
+		req := httptest.NewRequest("POST", "/graphql", &firstRead{r: pr, done: reading.Done})
 		req.ContentLength = graph.DefaultMaxBodyBytes
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", fmt.Sprintf("Bearer made-up-key-%d", i))
@@ -334,7 +359,7 @@ func TestAnnouncedBodiesHoldNothing(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	time.Sleep(200 * time.Millisecond) // each is reading its body
+	waitGroup(t, &reading, "the handlers to read their bodies")
 	r := e.post(t, `{"query": "{ __typename }"}`, "Authorization", "Bearer a-new-organization")
 	if r.status == http.StatusTooManyRequests {
 		t.Errorf("a key not yet accepted, while %d connections announce bodies and send none: %d %s", idle, r.status, r.raw)
