@@ -190,15 +190,28 @@ func TestCancelledRequestStopsFanOut(t *testing.T) {
 	t.Parallel()
 	// Four calls at a time, so the 48 calls of the fan-out take 12 rounds.
 	e := newEnv(t, withLoaders(loaders.Options{MaxConcurrency: 4}))
-	e.sim.SetLatency(sim.Latency{Fixed: 100 * time.Millisecond})
+	const latency = 100 * time.Millisecond
+	e.sim.SetLatency(sim.Latency{Fixed: latency})
 	ctx, cancel := context.WithCancel(context.Background())
+	// The client goes away as the fifth call of the fan-out, the first of
+	// its second round, starts.
+	var fanOut atomic.Int32
+	e.calls.fail = func(r *http.Request) *http.Response {
+		if r.URL.Path != "/v1/budgets" && fanOut.Add(1) == 5 {
+			cancel()
+		}
+		return nil
+	}
 	body := `{"query":"{ budgets(first: 24) { nodes { metrics { variance } actuals { total } } } }"}`
 	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-	time.AfterFunc(250*time.Millisecond, cancel) // after the list, in the second round of the fan-out
 	e.h.ServeHTTP(httptest.NewRecorder(), req)
-	time.Sleep(300 * time.Millisecond) // let any straggler show up
+	// A call started late would start as one in flight ends, within the
+	// latency. This waits for something not to happen, which no event says
+	// (the loaders' calls run on internal/gopool, out of any synctest
+	// bubble): a slow machine can only hide a straggler.
+	time.Sleep(3 * latency)
 	if n := e.sim.Calls(ops.GetBudget) + e.sim.Calls(ops.GetBudgetActuals); n > 12 {
 		t.Fatalf("%d of 48 fan-out calls were sent; after the client went away in the second round, at most 12 should be", n)
 	}
