@@ -208,16 +208,17 @@ func postVars(t *testing.T, gw *gateway, query string, vars map[string]any, out 
 // waiting for it up to 10 s (a line is written when its handler ends).
 func waitAccessLine(t *testing.T, gw *gateway, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	var line map[string]any
+	gw.logs.Wait(t, 10*time.Second, "such access line", func(string) bool {
 		for _, l := range gw.logs.JSONLines(t) {
 			if l["msg"] == "request" && match(l) {
-				return l
+				line = l
+				return true
 			}
 		}
-		if time.Now().After(end) {
-			t.Fatalf("no such access line in 10 s:\n%s", gw.logs)
-		}
-	}
+		return false
+	})
+	return line
 }
 
 // TestSlowBodyConnectionClosed: the connection of a body the gateway does
