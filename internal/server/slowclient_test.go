@@ -50,10 +50,15 @@ func startSlowBody(t *testing.T, gw *gateway, key string) net.Conn {
 // request was answered 504.)
 func TestSlowBodiesHoldNoPlace(t *testing.T) {
 	t.Parallel()
-	gw := startGateway(t, nil, "-requests-in-flight", "2", "-request-timeout", "3s")
+	gw := startGateway(t, nil, "-requests-in-flight", "2", "-request-timeout", "3s", "-admin-listen", "127.0.0.1:0")
 	startSlowBody(t, gw, "")
 	startSlowBody(t, gw, "")
-	time.Sleep(300 * time.Millisecond) // both are in the handler, reading
+	// Both are in the handler, reading, once the gateway counts them in
+	// flight. A poll: a gateway on its own port tells nothing sooner.
+	metrics := gw.adminURL(t) + "/metrics"
+	waitFor(t, 10*time.Second, "the slow bodies did not reach the handler", func() bool {
+		return value(t, scrape(t, metrics), "costgw_graphql_requests_in_flight", map[string]string{}) == 2
+	})
 	client := &http.Client{Timeout: 10 * time.Second}
 	status, ans, err := postGraphQL(t, client, gw.url, sim.DemoKey, `{ budgets(first: 1) { nodes { name } } }`)
 	if err != nil || status != http.StatusOK || len(ans.Errors) > 0 {
