@@ -115,36 +115,43 @@ func TestAdmissionRoundRobin(t *testing.T) {
 }
 
 // Many requests of a few callers, with random work and deadlines: the
-// bounds hold throughout, and everything is released.
+// bounds hold throughout, and everything is released. (The work and the
+// deadlines are on synctest's clock.)
 func TestAdmissionUnderLoad(t *testing.T) {
 	t.Parallel()
-	const perCaller, total = 3, 4
-	a := newAdmission(perCaller, total, 0)
-	var inFlight [4]atomic.Int32
-	var all, over atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 400 {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(40))*time.Millisecond)
-			defer cancel()
-			l := a.acquire(ctx, callerID(10+i%4))
-			if l == nil {
-				return
-			}
-			if inFlight[i%4].Add(1) > perCaller || all.Add(1) > total {
-				over.Add(1)
-			}
-			time.Sleep(time.Duration(rand.IntN(1000)) * time.Microsecond)
-			inFlight[i%4].Add(-1)
-			all.Add(-1)
-			a.release(l, false)
-		})
-	}
-	wg.Wait()
-	if over.Load() > 0 {
-		t.Errorf("a bound was passed %d times", over.Load())
-	}
-	waitIdle(t, a)
+	synctest.Test(t, func(t *testing.T) {
+		const perCaller, total = 3, 4
+		a := newAdmission(perCaller, total, 0)
+		var inFlight [4]atomic.Int32
+		var all, over, admitted atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 400 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(40))*time.Millisecond)
+				defer cancel()
+				l := a.acquire(ctx, callerID(10+i%4))
+				if l == nil {
+					return
+				}
+				admitted.Add(1)
+				if inFlight[i%4].Add(1) > perCaller || all.Add(1) > total {
+					over.Add(1)
+				}
+				time.Sleep(time.Duration(rand.IntN(1000)) * time.Microsecond)
+				inFlight[i%4].Add(-1)
+				all.Add(-1)
+				a.release(l, false)
+			})
+		}
+		wg.Wait()
+		if over.Load() > 0 {
+			t.Errorf("a bound was passed %d times", over.Load())
+		}
+		if n := admitted.Load(); n < total || n == 400 {
+			t.Errorf("%d of 400 requests admitted: the load did not make requests wait past their deadlines", n)
+		}
+		waitIdle(t, a)
+	})
 }
 
 // waitIdle fails unless the admission comes back to nothing held.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/vektah/gqlparser/v2/ast"
@@ -116,29 +117,33 @@ func TestShutdownLeavesAnsweredHandlers(t *testing.T) {
 // and its panic goes no further: the answer has been sent.
 func TestPanicAfterTheDeadlineIsLogged(t *testing.T) {
 	t.Parallel()
-	var logged testlog.Buffer
-	log := slog.New(slog.NewTextHandler(&logged, nil))
-	release := make(chan struct{})
-	h := guardDeadline(log, new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-release
-		panic("late trouble")
-	}))
-	if rec := serveOverdue(context.Background(), h, release); rec.Code != http.StatusGatewayTimeout {
-		t.Errorf("answer %d %s", rec.Code, rec.Body)
-	}
-	if !strings.Contains(logged.String(), "late trouble") {
-		t.Errorf("the panic was not logged: %q", logged.String())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var logged testlog.Buffer
+		log := slog.New(slog.NewTextHandler(&logged, nil))
+		release := make(chan struct{})
+		h := guardDeadline(log, new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			panic("late trouble")
+		}))
+		if rec := serveOverdue(context.Background(), h, release); rec.Code != http.StatusGatewayTimeout {
+			t.Errorf("answer %d %s", rec.Code, rec.Body)
+		}
+		if !strings.Contains(logged.String(), "late trouble") {
+			t.Errorf("the panic was not logged: %q", logged.String())
+		}
+	})
 }
 
 // serveOverdue serves h a request under ctx with a deadline 10 ms away,
 // and closes release, which h waits for, once the guard has answered in its
-// place.
+// place. It runs in a synctest bubble, whose clock moves from one timer to
+// the next as soon as h waits: release is closed 1 ms after the guard's
+// timer.
 func serveOverdue(ctx context.Context, h http.Handler, release chan struct{}) *httptest.ResponseRecorder {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	defer cancel()
 	rec := httptest.NewRecorder()
-	time.AfterFunc(deadlineGrace+200*time.Millisecond, func() { close(release) })
+	time.AfterFunc(10*time.Millisecond+deadlineGrace+time.Millisecond, func() { close(release) })
 	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "POST", "/graphql", nil))
 	return rec
 }
@@ -148,19 +153,21 @@ func serveOverdue(ctx context.Context, h http.Handler, release chan struct{}) *h
 // finished, but the handler had not yet written, once stayed OK.
 func TestOutcomeOfALateAnswerIsTheTimeout(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	h := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		InfoFrom(r.Context()).answer(nil, json.RawMessage(`{"budget":null}`)) // the executor is done
-		<-release                                                             // and the handler is late to write
-		_, _ = io.WriteString(w, `{"data":{"budget":null}}`)
-	}))
-	ctx, info := WithInfo(context.Background())
-	if rec := serveOverdue(ctx, h, release); rec.Code != http.StatusGatewayTimeout {
-		t.Errorf("answer %d %s", rec.Code, rec.Body)
-	}
-	if got := info.Outcome(); got != "REQUEST_TIMEOUT" {
-		t.Errorf("Outcome() = %q, want REQUEST_TIMEOUT, what the client got", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		h := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			InfoFrom(r.Context()).answer(nil, json.RawMessage(`{"budget":null}`)) // the executor is done
+			<-release                                                             // and the handler is late to write
+			_, _ = io.WriteString(w, `{"data":{"budget":null}}`)
+		}))
+		ctx, info := WithInfo(context.Background())
+		if rec := serveOverdue(ctx, h, release); rec.Code != http.StatusGatewayTimeout {
+			t.Errorf("answer %d %s", rec.Code, rec.Body)
+		}
+		if got := info.Outcome(); got != "REQUEST_TIMEOUT" {
+			t.Errorf("Outcome() = %q, want REQUEST_TIMEOUT, what the client got", got)
+		}
+	})
 }
 
 // An interim answer (103 Early Hints) does not start the answer: a handler
@@ -213,23 +220,26 @@ func TestInterimAnswerDoesNotStartTheAnswer(t *testing.T) {
 }
 
 // An answer that has started is left to finish: it streams, and its
-// handler's context has ended, so it soon does.
+// handler's context has ended, so it soon does. (On synctest's clock, the
+// handler's part two comes past the guard's timer.)
 func TestDeadlineLeavesAStartedAnswer(t *testing.T) {
 	t.Parallel()
-	h := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "part one;")
-		<-r.Context().Done()
-		time.Sleep(deadlineGrace + 50*time.Millisecond)
-		_, _ = io.WriteString(w, "part two")
-	}))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/", nil))
-	if rec.Code != http.StatusOK || rec.Body.String() != "part one;part two" {
-		t.Errorf("answer %d %q", rec.Code, rec.Body)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := guardDeadline(slog.New(slog.DiscardHandler), new(atomic.Int64), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, "part one;")
+			<-r.Context().Done()
+			time.Sleep(deadlineGrace + 50*time.Millisecond)
+			_, _ = io.WriteString(w, "part two")
+		}))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/", nil))
+		if rec.Code != http.StatusOK || rec.Body.String() != "part one;part two" {
+			t.Errorf("answer %d %q", rec.Code, rec.Body)
+		}
+	})
 }
 
 // A request whose deadline passes while its document is checked stops
@@ -253,18 +263,23 @@ func TestExpiredRequestStopsBeforeValidation(t *testing.T) {
 }
 
 // The cache of parsed documents is bounded by bytes: a thousand
-// comment-padded documents of 2 MB once filled it to 3.6 GB.
+// comment-padded documents of 2 MB once filled it to 3.6 GB. A hundred show
+// it as well, each alone charged more than the bound; and a thousand 10 KB
+// ones fill it seven times over.
 func TestDocumentCacheIsBoundedByBytes(t *testing.T) {
 	t.Parallel()
 	c := newDocCache(docCacheBytes)
 	doc := &ast.QueryDocument{}
-	for i := range 1000 {
-		c.Keep(context.Background(), "#"+strings.Repeat("x", 2<<20)+string(rune('a'+i%26))+strings.Repeat("y", i), doc)
-		if c.Bytes() > docCacheBytes+charge(strings.Repeat("x", 2<<20+1000)) {
+	const padded = 100
+	pad := "#" + strings.Repeat("x", 2<<20)
+	bound := docCacheBytes + charge(pad+strings.Repeat("y", padded))
+	for i := range padded {
+		c.Keep(context.Background(), pad+string(rune('a'+i%26))+strings.Repeat("y", i), doc)
+		if c.Bytes() > bound {
 			t.Fatalf("after %d padded documents the cache charges %d bytes", i+1, c.Bytes())
 		}
 	}
-	for i := range 5000 {
+	for i := range 1000 {
 		q := "{ __typename } #" + strings.Repeat("p", 10<<10) + string(rune(i))
 		c.Keep(context.Background(), q, doc)
 		if c.Bytes() > docCacheBytes+charge(q) {

@@ -34,6 +34,8 @@ func TestFrontendClientsAtRunTime(t *testing.T) {
 	slow.sim.SetLatency(sim.Latency{Fixed: 300 * time.Millisecond})
 	slow.calls.fail = func(r *http.Request) *http.Response {
 		if r.URL.Path == "/v1/explorer/history" {
+			// A latency on the real clock: Node's clients read the
+			// gateway over TCP, and time the parts themselves.
 			time.Sleep(600 * time.Millisecond)
 		}
 		return nil

@@ -22,6 +22,10 @@ func TestOperationsInFlightAreBoundedNotRefused(t *testing.T) {
 		n := now.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
+		// How long a call lasts, so that operations over the bound would
+		// overlap: a latency, not a wait for something to happen. (The
+		// simulator's SetLatency would do, but its calls end after the
+		// hook returns, out of this count.)
 		time.Sleep(20 * time.Millisecond)
 		now.Add(-1)
 		return nil

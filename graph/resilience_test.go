@@ -159,17 +159,20 @@ func TestWritesExactlyOnceUnderDroppedConnections(t *testing.T) {
 // retry quota and without tripping the breaker.
 func TestReadsSurviveFaults(t *testing.T) {
 	t.Parallel()
-	// 64 requests of one key at once, as many as the workers: the test is of
-	// retries, not of admission, which would let 4 in at a time.
-	e := newEnv(t, withAdmission(64, 0))
+	// 128 requests of one key at once, as many as the workers: the test is
+	// of retries, not of admission, which would let 4 in at a time. A query
+	// spends most of its time waiting out the 1 s Retry-After of a 503 or a
+	// 429, so the test's time is that of its queries over the workers: 28 s
+	// with 64, 15 s with 128. 2000 queries stay, to tell 99.9 % apart.
+	const queries, workers = 2000, 128
+	e := newEnv(t, withAdmission(workers, 0))
 	e.sim.SetFaults(sim.Faults{Error500: 0.05, Error503: 0.05, RateLimit429: 0.05, RetryAfter: time.Second})
 	e.sim.SetLatency(sim.Latency{SpikeRate: 0.02, Spike: 100 * time.Millisecond})
-	const queries = 2000
 	q := `{ budgets(first: 5) { nodes { name metrics { variance } } } recommendations(first: 10) { nodes { recommendationId } }
 	  explorer { dimensionValues(key: "product_product_name") { values } } }`
 	var failed atomic.Int64
 	var firstErr atomic.Value
-	run(queries, 64, func(int) {
+	run(queries, workers, func(int) {
 		r := e.query(t, sim.DemoKey, q, nil)
 		if len(r.Errors) > 0 {
 			failed.Add(1)
@@ -190,15 +193,28 @@ func TestCancelledRequestStopsFanOut(t *testing.T) {
 	t.Parallel()
 	// Four calls at a time, so the 48 calls of the fan-out take 12 rounds.
 	e := newEnv(t, withLoaders(loaders.Options{MaxConcurrency: 4}))
-	e.sim.SetLatency(sim.Latency{Fixed: 100 * time.Millisecond})
+	const latency = 100 * time.Millisecond
+	e.sim.SetLatency(sim.Latency{Fixed: latency})
 	ctx, cancel := context.WithCancel(context.Background())
+	// The client goes away as the fifth call of the fan-out, the first of
+	// its second round, starts.
+	var fanOut atomic.Int32
+	e.calls.fail = func(r *http.Request) *http.Response {
+		if r.URL.Path != "/v1/budgets" && fanOut.Add(1) == 5 {
+			cancel()
+		}
+		return nil
+	}
 	body := `{"query":"{ budgets(first: 24) { nodes { metrics { variance } actuals { total } } } }"}`
 	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-	time.AfterFunc(250*time.Millisecond, cancel) // after the list, in the second round of the fan-out
 	e.h.ServeHTTP(httptest.NewRecorder(), req)
-	time.Sleep(300 * time.Millisecond) // let any straggler show up
+	// A call started late would start as one in flight ends, within the
+	// latency. This waits for something not to happen, which no event says
+	// (the loaders' calls run on internal/gopool, out of any synctest
+	// bubble): a slow machine can only hide a straggler.
+	time.Sleep(3 * latency)
 	if n := e.sim.Calls(ops.GetBudget) + e.sim.Calls(ops.GetBudgetActuals); n > 12 {
 		t.Fatalf("%d of 48 fan-out calls were sent; after the client went away in the second round, at most 12 should be", n)
 	}

@@ -53,269 +53,338 @@ func last30Days(s *sim.Server, groupBy string) *upstream.ExplorerQuery {
 	}
 }
 
+// simReads is what each case of TestSimReads reads from: one simulator,
+// shared, since none of them writes.
+type simReads struct {
+	s   *sim.Server
+	c   *upstream.Client
+	ctx context.Context
+}
+
+// Every read of the client against the simulator returns plausible records
+// that agree with each other.
 func TestSimReads(t *testing.T) {
 	t.Parallel()
 	s, c := newSim(t)
-	ctx := as(t, sim.DemoKey)
-
-	t.Run("Recommendations.List", func(t *testing.T) {
-		t.Parallel()
-		p, err := c.Recommendations.List(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Data) != 50 || p.Pagination.Limit != 50 || !p.Pagination.HasMore || p.Pagination.NextCursor == nil {
-			t.Fatalf("first page: %d records, pagination %+v; want 50 and more", len(p.Data), p.Pagination)
-		}
-		for _, r := range p.Data {
-			if r.RecommendationID == "" || r.RecommendationName == "" || r.EstimatedMonthlySavings <= 0 || r.Category == "" {
-				t.Errorf("implausible recommendation %+v", r)
-			}
-		}
-	})
-	t.Run("Anomalies.List", func(t *testing.T) {
-		t.Parallel()
-		p, err := c.Anomalies.List(ctx, &upstream.ListOptions{Limit: 200})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Data) != 200 {
-			t.Fatalf("%d anomalies, want 200", len(p.Data))
-		}
-		for _, a := range p.Data {
-			if a.AnomalyID == "" || a.Service == "" || a.StartDate.IsZero() || a.EndDate.Time().Before(a.StartDate.Time()) {
-				t.Errorf("implausible anomaly %+v", a)
-			}
-		}
-	})
-	t.Run("Notifications.ListScheduled", func(t *testing.T) {
-		t.Parallel()
-		p, err := c.Notifications.ListScheduled(ctx, &upstream.ListOptions{Limit: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Pagination.Total == nil || *p.Pagination.Total != len(s.IDs(sim.DemoKey, sim.CollectionNotifications)) {
-			t.Errorf("pagination %+v, want total %d", p.Pagination, len(s.IDs(sim.DemoKey, sim.CollectionNotifications)))
-		}
-		for _, n := range p.Data {
-			if n.ID == "" || n.ScheduledAt.IsZero() || n.CreatedAt.IsZero() || n.UpdatedAt.Before(n.CreatedAt.Time) || !strings.Contains(n.RecipientEmail, "@") {
-				t.Errorf("implausible notification %+v", n)
-			}
-		}
-	})
-	t.Run("Budgets.List", func(t *testing.T) {
-		t.Parallel()
-		p, err := c.Budgets.List(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Data) != len(s.IDs(sim.DemoKey, sim.CollectionBudgets)) || p.Pagination.HasMore || p.Pagination.NextCursor != nil {
-			t.Fatalf("%d budgets, pagination %+v; want all %d on one page", len(p.Data), p.Pagination, len(s.IDs(sim.DemoKey, sim.CollectionBudgets)))
-		}
-		for _, b := range p.Data {
-			checkBudget(t, b, "org-1001", 1001)
-		}
-	})
-	t.Run("Budgets.Get, Actuals, Planning", func(t *testing.T) {
-		t.Parallel()
-		for _, id := range s.IDs(sim.DemoKey, sim.CollectionBudgets)[:5] {
-			d, err := c.Budgets.Get(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Budget.ID != id {
-				t.Errorf("Get(%s) returned budget %s", id, d.Budget.ID)
-			}
-			checkBudget(t, d.Budget, "org-1001", 1001)
-			if d.Metrics.TotalTarget <= 0 || cents(d.Metrics.Variance) != cents(d.Metrics.TotalTarget)-cents(d.Metrics.TotalActual) {
-				t.Errorf("budget %s metrics %+v: want a positive target and variance = target - actual", id, d.Metrics)
-			}
-			if len(d.Dimensions) == 0 {
-				t.Errorf("budget %s has no dimensions", id)
-			}
-
-			pl, err := c.Budgets.Planning(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var planIDs []string
-			for _, row := range pl.Plannings {
-				planIDs = append(planIDs, row.ID)
-				if row.BudgetID != id || row.Dimension1 == "" || len(row.TargetItems) == 0 || row.CreatedAt.IsZero() {
-					t.Errorf("implausible planning row %+v of budget %s", row, id)
-				}
-			}
-			var embedded []string
-			for _, row := range d.Budget.Plannings {
-				embedded = append(embedded, row.ID)
-			}
-			if diff := cmp.Diff(embedded, planIDs); diff != "" {
-				t.Errorf("planning grid and the budget's plannings differ (-budget +grid):\n%s", diff)
-			}
-
-			act, err := c.Budgets.Actuals(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var total int64
-			for period, v := range act.AccountActualsByPeriod {
-				var sum int64
-				for _, row := range act.ActualsByPlanning {
-					sum += cents(row[period])
-				}
-				if sum != cents(v) {
-					t.Errorf("budget %s period %s: rows sum to %d cents, account actual %d", id, period, sum, cents(v))
-				}
-				total += cents(v)
-			}
-			for pid := range act.ActualsByPlanning {
-				if !slices.Contains(planIDs, pid) {
-					t.Errorf("actuals of unknown planning row %s", pid)
-				}
-			}
-			if total != cents(d.Metrics.TotalActual) {
-				t.Errorf("budget %s: actuals total %d cents, metrics.totalActual %d", id, total, cents(d.Metrics.TotalActual))
-			}
-		}
-	})
-	t.Run("Budgets.LookbackPreview", func(t *testing.T) {
-		t.Parallel()
-		lb, err := c.Budgets.LookbackPreview(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(lb.Periods) != 6 {
-			t.Fatalf("%d periods, want 6", len(lb.Periods))
-		}
-		for _, p := range lb.Periods {
-			if p.Projected == nil || p.Actual <= 0 || len(p.PeriodKey) != len("2026-01") {
-				t.Errorf("implausible preview period %+v", p)
-			}
-		}
-	})
-	t.Run("Budgets.Lookback", func(t *testing.T) {
-		t.Parallel()
-		d, err := c.Budgets.Get(ctx, s.IDs(sim.DemoKey, sim.CollectionBudgets)[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		lb, err := c.Budgets.Lookback(ctx, &upstream.LookbackRequest{
-			ExplorerReportID: d.Budget.ExplorerReportID, StartDate: ymd(2026, 6, 1), LookbackPeriod: pointerTo(4),
+	r := simReads{s, c, as(t, sim.DemoKey)}
+	for _, tc := range []struct {
+		name  string
+		check func(*testing.T, simReads)
+	}{
+		{"Recommendations.List", simRecommendationsList},
+		{"Anomalies.List", simAnomaliesList},
+		{"Notifications.ListScheduled", simNotificationsList},
+		{"Budgets.List", simBudgetsList},
+		{"Budgets.Get, Actuals, Planning", simBudgetDetails},
+		{"Budgets.LookbackPreview", simLookbackPreview},
+		{"Budgets.Lookback", simLookback},
+		{"Explorer", simExplorer},
+		{"open objects keep the simulator's extra members", simExtraMembers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.check(t, r)
 		})
+	}
+}
+
+func simRecommendationsList(t *testing.T, r simReads) {
+	p, err := r.c.Recommendations.List(r.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Data) != 50 || p.Pagination.Limit != 50 || !p.Pagination.HasMore || p.Pagination.NextCursor == nil {
+		t.Fatalf("first page: %d records, pagination %+v; want 50 and more", len(p.Data), p.Pagination)
+	}
+	for _, rec := range p.Data {
+		if rec.RecommendationID == "" || rec.RecommendationName == "" || rec.EstimatedMonthlySavings <= 0 || rec.Category == "" {
+			t.Errorf("implausible recommendation %+v", rec)
+		}
+	}
+}
+
+func simAnomaliesList(t *testing.T, r simReads) {
+	p, err := r.c.Anomalies.List(r.ctx, &upstream.ListOptions{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Data) != 200 {
+		t.Fatalf("%d anomalies, want 200", len(p.Data))
+	}
+	for _, a := range p.Data {
+		if a.AnomalyID == "" || a.Service == "" || a.StartDate.IsZero() || a.EndDate.Time().Before(a.StartDate.Time()) {
+			t.Errorf("implausible anomaly %+v", a)
+		}
+	}
+}
+
+func simNotificationsList(t *testing.T, r simReads) {
+	p, err := r.c.Notifications.ListScheduled(r.ctx, &upstream.ListOptions{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(r.s.IDs(sim.DemoKey, sim.CollectionNotifications)); p.Pagination.Total == nil || *p.Pagination.Total != want {
+		t.Errorf("pagination %+v, want total %d", p.Pagination, want)
+	}
+	for _, n := range p.Data {
+		if n.ID == "" || n.ScheduledAt.IsZero() || n.CreatedAt.IsZero() || n.UpdatedAt.Before(n.CreatedAt.Time) || !strings.Contains(n.RecipientEmail, "@") {
+			t.Errorf("implausible notification %+v", n)
+		}
+	}
+}
+
+func simBudgetsList(t *testing.T, r simReads) {
+	p, err := r.c.Budgets.List(r.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(r.s.IDs(sim.DemoKey, sim.CollectionBudgets)); len(p.Data) != want || p.Pagination.HasMore || p.Pagination.NextCursor != nil {
+		t.Fatalf("%d budgets, pagination %+v; want all %d on one page", len(p.Data), p.Pagination, want)
+	}
+	for _, b := range p.Data {
+		checkBudget(t, b, "org-1001", 1001)
+	}
+}
+
+// simBudgetDetails checks five budgets' details, planning grids and
+// actuals against each other.
+func simBudgetDetails(t *testing.T, r simReads) {
+	for _, id := range r.s.IDs(sim.DemoKey, sim.CollectionBudgets)[:5] {
+		d, err := r.c.Budgets.Get(r.ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var keys []string
-		for _, p := range lb.Periods {
-			keys = append(keys, p.PeriodKey)
-			if p.Projected != nil {
-				t.Errorf("POST lookback period %+v carries projected", p)
-			}
+		if d.Budget.ID != id {
+			t.Errorf("Get(%s) returned budget %s", id, d.Budget.ID)
 		}
-		if diff := cmp.Diff([]string{"2026-02", "2026-03", "2026-04", "2026-05"}, keys); diff != "" {
-			t.Errorf("periods (-want +got):\n%s", diff)
+		checkBudget(t, d.Budget, "org-1001", 1001)
+		if d.Metrics.TotalTarget <= 0 || cents(d.Metrics.Variance) != cents(d.Metrics.TotalTarget)-cents(d.Metrics.TotalActual) {
+			t.Errorf("budget %s metrics %+v: want a positive target and variance = target - actual", id, d.Metrics)
 		}
+		if len(d.Dimensions) == 0 {
+			t.Errorf("budget %s has no dimensions", id)
+		}
+		planIDs := simPlanning(t, r, d)
+		simActuals(t, r, d, planIDs)
+	}
+}
+
+// simPlanning checks the planning grid of budget d, and returns its rows' ids.
+func simPlanning(t *testing.T, r simReads, d *upstream.BudgetDetail) []string {
+	t.Helper()
+	id := d.Budget.ID
+	pl, err := r.c.Budgets.Planning(r.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var planIDs []string
+	for _, row := range pl.Plannings {
+		planIDs = append(planIDs, row.ID)
+		if row.BudgetID != id || row.Dimension1 == "" || len(row.TargetItems) == 0 || row.CreatedAt.IsZero() {
+			t.Errorf("implausible planning row %+v of budget %s", row, id)
+		}
+	}
+	var embedded []string
+	for _, row := range d.Budget.Plannings {
+		embedded = append(embedded, row.ID)
+	}
+	if diff := cmp.Diff(embedded, planIDs); diff != "" {
+		t.Errorf("planning grid and the budget's plannings differ (-budget +grid):\n%s", diff)
+	}
+	return planIDs
+}
+
+// simActuals checks the actuals of budget d: each period's rows sum to the
+// account's actual, the rows are of its planning rows, and the periods sum
+// to its metrics' total.
+func simActuals(t *testing.T, r simReads, d *upstream.BudgetDetail, planIDs []string) {
+	t.Helper()
+	id := d.Budget.ID
+	act, err := r.c.Budgets.Actuals(r.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for period, v := range act.AccountActualsByPeriod {
+		var sum int64
+		for _, row := range act.ActualsByPlanning {
+			sum += cents(row[period])
+		}
+		if sum != cents(v) {
+			t.Errorf("budget %s period %s: rows sum to %d cents, account actual %d", id, period, sum, cents(v))
+		}
+		total += cents(v)
+	}
+	for pid := range act.ActualsByPlanning {
+		if !slices.Contains(planIDs, pid) {
+			t.Errorf("actuals of unknown planning row %s", pid)
+		}
+	}
+	if total != cents(d.Metrics.TotalActual) {
+		t.Errorf("budget %s: actuals total %d cents, metrics.totalActual %d", id, total, cents(d.Metrics.TotalActual))
+	}
+}
+
+func simLookbackPreview(t *testing.T, r simReads) {
+	lb, err := r.c.Budgets.LookbackPreview(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lb.Periods) != 6 {
+		t.Fatalf("%d periods, want 6", len(lb.Periods))
+	}
+	for _, p := range lb.Periods {
+		if p.Projected == nil || p.Actual <= 0 || len(p.PeriodKey) != len("2026-01") {
+			t.Errorf("implausible preview period %+v", p)
+		}
+	}
+}
+
+func simLookback(t *testing.T, r simReads) {
+	d, err := r.c.Budgets.Get(r.ctx, r.s.IDs(sim.DemoKey, sim.CollectionBudgets)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := r.c.Budgets.Lookback(r.ctx, &upstream.LookbackRequest{
+		ExplorerReportID: d.Budget.ExplorerReportID, StartDate: ymd(2026, 6, 1), LookbackPeriod: pointerTo(4),
 	})
-	t.Run("Explorer", func(t *testing.T) {
-		t.Parallel()
-		const groupBy = "product_product_name"
-		q := last30Days(s, groupBy)
-		sum, err := c.Explorer.Summary(ctx, q)
-		if err != nil {
-			t.Fatal(err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, p := range lb.Periods {
+		keys = append(keys, p.PeriodKey)
+		if p.Projected != nil {
+			t.Errorf("POST lookback period %+v carries projected", p)
 		}
-		if len(sum.Cards) != 3 || sum.Cards[0].Title != "Total cost" || sum.Cards[0].Value <= 0 {
-			t.Fatalf("summary cards %+v", sum.Cards)
-		}
-		total := cents(sum.Cards[0].Value)
+	}
+	if diff := cmp.Diff([]string{"2026-02", "2026-03", "2026-04", "2026-05"}, keys); diff != "" {
+		t.Errorf("periods (-want +got):\n%s", diff)
+	}
+}
 
-		pp, err := c.Explorer.PreviousPeriod(ctx, q)
-		if err != nil {
-			t.Fatal(err)
+// simExplorer checks that the Explorer's summary, previous period, history,
+// heatmap and dimension values of the last 30 days agree on the total, and
+// that the summary is served from the cache the second time.
+func simExplorer(t *testing.T, r simReads) {
+	const groupBy = "product_product_name"
+	q := last30Days(r.s, groupBy)
+	sum, err := r.c.Explorer.Summary(r.ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Cards) != 3 || sum.Cards[0].Title != "Total cost" || sum.Cards[0].Value <= 0 {
+		t.Fatalf("summary cards %+v", sum.Cards)
+	}
+	total := cents(sum.Cards[0].Value)
+	for _, part := range []struct {
+		name  string
+		total func(*testing.T, simReads, *upstream.ExplorerQuery) int64
+	}{
+		{"history rows", explorerHistoryTotal},
+		{"heatmap rows", explorerHeatmapTotal},
+		{"dimension values", explorerDimensionValuesTotal},
+	} {
+		if got := part.total(t, r, q); got != total {
+			t.Errorf("%s sum to %d cents, 30-day summary total %d", part.name, got, total)
 		}
-		if cents(pp.CurrentTotal) != total || cents(pp.PreviousTotal) != cents(sum.Cards[0].PreviousValue) {
-			t.Errorf("previous period %+v disagrees with the summary's first card %+v", pp, sum.Cards[0])
-		}
+	}
 
-		h, err := c.Explorer.History(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.TimeColumn == "" || h.GroupBy != groupBy || len(h.CostRows) == 0 {
-			t.Fatalf("history timeColumn %q groupBy %q with %d rows", h.TimeColumn, h.GroupBy, len(h.CostRows))
-		}
-		var histTotal int64
-		for _, row := range h.CostRows {
-			day, err := row.Date(h.TimeColumn)
-			if err != nil {
-				t.Fatalf("row %v: %v", row, err)
-			}
-			if day.Time().Before(q.DateRange.Start.Time()) || day.Time().After(q.DateRange.End.Time()) {
-				t.Errorf("row day %v outside %v..%v", day, q.DateRange.Start, q.DateRange.End)
-			}
-			if g, ok := row.String(groupBy); !ok || g == "" {
-				t.Errorf("row %v has no %s", row, groupBy)
-			}
-			cost, ok := row.Number("cost")
-			if !ok {
-				t.Errorf("row %v has no numeric cost", row)
-			}
-			histTotal += cents(cost)
-		}
-		if histTotal != total {
-			t.Errorf("history rows sum to %d cents, summary total %d", histTotal, total)
-		}
+	pp, err := r.c.Explorer.PreviousPeriod(r.ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cents(pp.CurrentTotal) != total || cents(pp.PreviousTotal) != cents(sum.Cards[0].PreviousValue) {
+		t.Errorf("previous period %+v disagrees with the summary's first card %+v", pp, sum.Cards[0])
+	}
 
-		hm, err := c.Explorer.Heatmap(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var heatTotal int64
-		for _, r := range hm.Rows {
-			heatTotal += cents(r.Cost)
-			if r.Dimension == "" || r.Day.IsZero() {
-				t.Errorf("implausible heatmap row %+v", r)
-			}
-		}
-		if heatTotal != total {
-			t.Errorf("heatmap rows sum to %d cents, summary total %d", heatTotal, total)
-		}
+	again, err := r.c.Explorer.Summary(r.ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ServedFromCache || !again.ServedFromCache {
+		t.Errorf("servedFromCache first %t then %t, want false then true", sum.ServedFromCache, again.ServedFromCache)
+	}
+}
 
-		dv, err := c.Explorer.DimensionValues(ctx, groupBy)
+// explorerHistoryTotal checks the history rows of q, each a day of q's
+// range with a value of its group, and returns their cost in cents.
+func explorerHistoryTotal(t *testing.T, r simReads, q *upstream.ExplorerQuery) int64 {
+	t.Helper()
+	h, err := r.c.Explorer.History(r.ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.TimeColumn == "" || h.GroupBy != q.GroupBy || len(h.CostRows) == 0 {
+		t.Fatalf("history timeColumn %q groupBy %q with %d rows", h.TimeColumn, h.GroupBy, len(h.CostRows))
+	}
+	var total int64
+	for _, row := range h.CostRows {
+		day, err := row.Date(h.TimeColumn)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("row %v: %v", row, err)
 		}
-		var dvTotal int64
-		var names []string
-		for _, it := range dv.Items {
-			dvTotal += cents(it.Cost)
-			names = append(names, it.Value)
+		if day.Time().Before(q.DateRange.Start.Time()) || day.Time().After(q.DateRange.End.Time()) {
+			t.Errorf("row day %v outside %v..%v", day, q.DateRange.Start, q.DateRange.End)
 		}
-		if diff := cmp.Diff(names, dv.Values); diff != "" || len(names) == 0 {
-			t.Errorf("values and items disagree (-items +values):\n%s", diff)
+		if g, ok := row.String(q.GroupBy); !ok || g == "" {
+			t.Errorf("row %v has no %s", row, q.GroupBy)
 		}
-		if dvTotal != total {
-			t.Errorf("dimension values sum to %d cents, 30-day summary total %d", dvTotal, total)
+		cost, ok := row.Number("cost")
+		if !ok {
+			t.Errorf("row %v has no numeric cost", row)
 		}
+		total += cents(cost)
+	}
+	return total
+}
 
-		again, err := c.Explorer.Summary(ctx, q)
-		if err != nil {
-			t.Fatal(err)
+// explorerHeatmapTotal checks the heatmap rows of q and returns their cost
+// in cents.
+func explorerHeatmapTotal(t *testing.T, r simReads, q *upstream.ExplorerQuery) int64 {
+	t.Helper()
+	hm, err := r.c.Explorer.Heatmap(r.ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, row := range hm.Rows {
+		total += cents(row.Cost)
+		if row.Dimension == "" || row.Day.IsZero() {
+			t.Errorf("implausible heatmap row %+v", row)
 		}
-		if sum.ServedFromCache || !again.ServedFromCache {
-			t.Errorf("servedFromCache first %t then %t, want false then true", sum.ServedFromCache, again.ServedFromCache)
-		}
-	})
-	t.Run("open objects keep the simulator's extra members", func(t *testing.T) {
-		t.Parallel()
-		p, err := c.Recommendations.List(ctx, &upstream.ListOptions{Limit: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Data) != 1 || len(p.Data[0].Extra) == 0 {
-			t.Fatalf("recommendation %+v: want extra members kept (the simulator sends some)", p.Data)
-		}
-	})
+	}
+	return total
+}
+
+// explorerDimensionValuesTotal checks that the values of q's group-by
+// dimension and its items agree, and returns the items' cost in cents.
+func explorerDimensionValuesTotal(t *testing.T, r simReads, q *upstream.ExplorerQuery) int64 {
+	t.Helper()
+	dv, err := r.c.Explorer.DimensionValues(r.ctx, q.GroupBy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	var names []string
+	for _, it := range dv.Items {
+		total += cents(it.Cost)
+		names = append(names, it.Value)
+	}
+	if diff := cmp.Diff(names, dv.Values); diff != "" || len(names) == 0 {
+		t.Errorf("values and items disagree (-items +values):\n%s", diff)
+	}
+	return total
+}
+
+func simExtraMembers(t *testing.T, r simReads) {
+	p, err := r.c.Recommendations.List(r.ctx, &upstream.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Data) != 1 || len(p.Data[0].Extra) == 0 {
+		t.Fatalf("recommendation %+v: want extra members kept (the simulator sends some)", p.Data)
+	}
 }
 
 func checkBudget(t *testing.T, b upstream.Budget, org string, client int64) {

@@ -28,17 +28,19 @@ func TestRun(t *testing.T) {
 	go func() { done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-seed", "3"}, logs) }()
 
 	urlRe := regexp.MustCompile(`url=(http://\S+)`)
+	// The start-up log ends with the control routes.
 	var base string
-	for deadline := time.Now().Add(20 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
-		if m := urlRe.FindStringSubmatch(logs.String()); m != nil {
+	for timeout := time.After(20 * time.Second); base == ""; {
+		log, changed := logs.Changed()
+		if m := urlRe.FindStringSubmatch(log); m != nil && strings.Contains(log, "control routes") {
 			base = m[1]
+			break
 		}
 		select {
+		case <-changed:
 		case err := <-done:
 			t.Fatalf("run returned early: %v\n%s", err, logs)
-		default:
-		}
-		if time.Now().After(deadline) {
+		case <-timeout:
 			t.Fatalf("no url logged:\n%s", logs)
 		}
 	}
@@ -61,13 +63,14 @@ func TestRun(t *testing.T) {
 	}
 	// The access log line names the operation and status, never the key.
 	var line string
-	for deadline := time.Now().Add(5 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, l := range strings.Split(logs.String(), "\n") {
+	logs.Wait(t, 5*time.Second, "access log line", func(log string) bool {
+		for _, l := range strings.Split(log, "\n") {
 			if strings.Contains(l, "msg=request") {
 				line = l
 			}
 		}
-	}
+		return line != ""
+	})
 	for _, want := range []string{"method=GET", "path=/v1/budgets", "operation=listBudgets", "status=200", "duration_ms="} {
 		if !strings.Contains(line, want) {
 			t.Errorf("access log %q lacks %s", line, want)

@@ -21,6 +21,29 @@ type counting struct {
 	calls          atomic.Int32
 	inFlight, most atomic.Int32
 	hold           chan struct{} // when not nil, calls wait for it to close
+	started        chan struct{} // when not nil, has a value for each call started
+}
+
+// holding is a counting whose calls wait for hold to close, and say that
+// they have started (up to n not yet waited for).
+func holding(n int) *counting {
+	return &counting{hold: make(chan struct{}), started: make(chan struct{}, n)}
+}
+
+// waitStarted waits for n calls of c to start, failing if they do not in 5 s.
+// (These tests cannot run in a synctest bubble: the loaders run calls on the
+// process's goroutine pool, internal/gopool, whose goroutines are no
+// bubble's.)
+func (c *counting) waitStarted(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for i := range n {
+		select {
+		case <-c.started:
+		case <-timeout:
+			t.Fatalf("%d of %d calls started in 5s", i, n)
+		}
+	}
 }
 
 func (c *counting) fetch(ctx context.Context, key int) (int, error) {
@@ -32,6 +55,10 @@ func (c *counting) fetch(ctx context.Context, key int) (int, error) {
 		if n <= m || c.most.CompareAndSwap(m, n) {
 			break
 		}
+	}
+	select {
+	case c.started <- struct{}{}:
+	default: // nil, or n calls started that the test has not waited for
 	}
 	if c.hold != nil {
 		select {
@@ -96,16 +123,13 @@ func TestLoaderStartsAtOnce(t *testing.T) {
 func TestLoaderTakesKeysInARow(t *testing.T) {
 	t.Parallel()
 	const n = 200
-	c := counting{hold: make(chan struct{})}
+	c := holding(n)
 	l := newLoader(&fetcher{sem: make(chan struct{}, n)}, c.fetch)
 	waits := make([]dataloader.Thunk[int], n)
 	for i := range waits {
 		waits[i] = l.Load(context.Background(), i)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for c.inFlight.Load() < n && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	c.waitStarted(t, n)
 	if got := c.inFlight.Load(); got != n {
 		t.Errorf("%d calls in flight, want all %d", got, n)
 	}
@@ -119,16 +143,13 @@ func TestLoaderTakesKeysInARow(t *testing.T) {
 
 func TestLoaderBoundsCallsInFlight(t *testing.T) {
 	t.Parallel()
-	c := counting{hold: make(chan struct{})}
+	c := holding(10)
 	l := newLoader(&fetcher{sem: make(chan struct{}, 3)}, c.fetch)
 	waits := make([]dataloader.Thunk[int], 10)
 	for i := range waits {
 		waits[i] = l.Load(context.Background(), i)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for c.inFlight.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	c.waitStarted(t, 3) // as many as may be in flight, which the others wait behind
 	close(c.hold)
 	for i, w := range waits {
 		if v, err := w(); err != nil || v != i*10 {
@@ -215,15 +236,13 @@ func TestLoaderRecoversPanics(t *testing.T) {
 // A call waiting for a place ends with its context.
 func TestLoaderCancelledWhileWaiting(t *testing.T) {
 	t.Parallel()
-	c := counting{hold: make(chan struct{})}
+	c := holding(2)
 	defer close(c.hold)
 	l := newLoader(&fetcher{sem: make(chan struct{}, 1)}, c.fetch)
 	// Both keys of one request, which shares one context.
 	ctx, cancel := context.WithCancel(context.Background())
 	l.Load(ctx, 1) // takes the only place
-	for c.inFlight.Load() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	c.waitStarted(t, 1)
 	w := l.Load(ctx, 2)
 	cancel()
 	if _, err := w(); !errors.Is(err, context.Canceled) {
@@ -291,7 +310,7 @@ func TestShapeOncePerAnswerAndKind(t *testing.T) {
 // error kept, a panic of the fetch an error.
 func TestLoaderGetSharesCalls(t *testing.T) {
 	t.Parallel()
-	c := counting{hold: make(chan struct{})}
+	c := holding(2)
 	l := newLoader(&fetcher{sem: make(chan struct{}, 10)}, c.fetch)
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -303,9 +322,7 @@ func TestLoaderGetSharesCalls(t *testing.T) {
 			}
 		})
 	}
-	for c.inFlight.Load() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	c.waitStarted(t, 2) // each key's one call
 	close(c.hold)
 	wg.Wait()
 	if v, err := l.Load(ctx, 1)(); err != nil || v != 10 {

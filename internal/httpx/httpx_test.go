@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -150,6 +151,40 @@ func TestServeLeavesOnlyOverdueRequests(t *testing.T) {
 	}
 }
 
+// readListener's connections send to read when bytes are first read from
+// one.
+type readListener struct {
+	net.Listener
+	read chan struct{}
+}
+
+func (l *readListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &readConn{Conn: c, read: l.read}, nil
+}
+
+type readConn struct {
+	net.Conn
+	once sync.Once
+	read chan<- struct{}
+}
+
+func (c *readConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.once.Do(func() {
+			select {
+			case c.read <- struct{}{}:
+			default:
+			}
+		})
+	}
+	return n, err
+}
+
 // A request its client had begun sending when the shutdown began is
 // answered, with Connection: close. net/http's Shutdown drops a request it
 // finishes reading after the shutdown has begun: the client's connection
@@ -164,7 +199,13 @@ func TestServeAnswersARequestBeingSentAtShutdown(t *testing.T) {
 	}), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, srv, ln, 5*time.Second, slog.New(slog.DiscardHandler), nil) }()
+	var logs testlog.Buffer
+	// net/http's ConnState says nothing of a request until its header is
+	// whole: the listener's connections say when they are first read from.
+	watched := &readListener{Listener: ln, read: make(chan struct{}, 1)}
+	go func() {
+		served <- Serve(ctx, srv, watched, 5*time.Second, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +214,16 @@ func TestServeAnswersARequestBeingSentAtShutdown(t *testing.T) {
 	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the server has the first bytes
+	select {
+	case <-watched.read: // the server has the first bytes
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not read the request's first bytes in 10s")
+	}
 	stop()
-	time.Sleep(300 * time.Millisecond)
+	logs.Wait(t, 10*time.Second, "shutdown", func(log string) bool { return strings.Contains(log, "shutting down") })
+	// What the shutdown does next (it turns keep-alives off, then waits for
+	// the requests being read) has no event to wait for.
+	time.Sleep(100 * time.Millisecond)
 	if _, err := io.WriteString(c, "Content-Length: 2\r\n\r\n{}"); err != nil {
 		t.Fatal(err)
 	}

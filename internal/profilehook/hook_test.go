@@ -36,6 +36,8 @@ func TestSignalsWriteTheProfiles(t *testing.T) {
 	}
 }
 
+// waitFor waits for the hook to write path. A poll: the hook works on its
+// own goroutine, woken by a signal, and says nothing but its files.
 func waitFor(t *testing.T, path string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

@@ -135,7 +135,8 @@ func TestUnfinishedHeadersHoldLittle(t *testing.T) {
 	}
 	wg.Wait()
 	// What the gateway holds once it has read what it will: the most of a
-	// few samples, as the last bytes may still be on their way to it.
+	// few samples over a second, as the last bytes may still be on their way
+	// to it (nothing says when the gateway has read all it will).
 	var most uint64
 	for range 10 {
 		most = max(most, heap())

@@ -277,12 +277,9 @@ func TestOTelErrorsGoToTheLog(t *testing.T) {
 	if status, _, err := postGraphQL(t, http.DefaultClient, gw.url, sim.DemoKey, `{ __typename }`); err != nil || status != 200 {
 		t.Fatalf("status %d, %v", status, err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(gw.logs.String(), "OpenTelemetry reported an error"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line of the failed export in 10s:\n%s", gw.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	gw.logs.Wait(t, 10*time.Second, "log line of the failed export", func(log string) bool {
+		return strings.Contains(log, "OpenTelemetry reported an error")
+	})
 	for _, line := range strings.Split(strings.TrimSpace(gw.logs.String()), "\n") {
 		var v map[string]any
 		if err := json.Unmarshal([]byte(line), &v); err != nil {

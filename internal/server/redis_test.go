@@ -348,13 +348,22 @@ func startBinary(t *testing.T, bin string, args ...string) *binaryGateway {
 			return errors.New("no exit 30s after SIGTERM")
 		}
 	}
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for line := range strings.Lines(stderr.String()) {
+	for timeout := time.After(20 * time.Second); ; {
+		log, changed := stderr.Changed()
+		for line := range strings.Lines(log) {
 			var l struct{ Msg, Addr string }
 			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving" {
 				return &binaryGateway{gateway: &gateway{url: "http://" + l.Addr, addr: l.Addr}, stderr: stderr, stop: stop}
 			}
 		}
+		select {
+		case <-changed:
+			continue
+		case <-exited:
+			t.Fatalf("the binary exited before serving: %v\n%s", waitErr, stderr)
+		case <-timeout:
+		}
+		break
 	}
 	_ = cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, on stderr
 	select {

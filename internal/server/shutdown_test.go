@@ -41,7 +41,8 @@ func sendInFlight(t *testing.T, baseURL string, n int) <-chan inflight {
 	return out
 }
 
-// waitFor polls cond until it holds or d passes.
+// waitFor polls cond until it holds or d passes: for what no event tells,
+// such as another server's counters or whether a port still accepts.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -50,10 +50,15 @@ func startSlowBody(t *testing.T, gw *gateway, key string) net.Conn {
 // request was answered 504.)
 func TestSlowBodiesHoldNoPlace(t *testing.T) {
 	t.Parallel()
-	gw := startGateway(t, nil, "-requests-in-flight", "2", "-request-timeout", "3s")
+	gw := startGateway(t, nil, "-requests-in-flight", "2", "-request-timeout", "3s", "-admin-listen", "127.0.0.1:0")
 	startSlowBody(t, gw, "")
 	startSlowBody(t, gw, "")
-	time.Sleep(300 * time.Millisecond) // both are in the handler, reading
+	// Both are in the handler, reading, once the gateway counts them in
+	// flight. A poll: a gateway on its own port tells nothing sooner.
+	metrics := gw.adminURL(t) + "/metrics"
+	waitFor(t, 10*time.Second, "the slow bodies did not reach the handler", func() bool {
+		return value(t, scrape(t, metrics), "costgw_graphql_requests_in_flight", map[string]string{}) == 2
+	})
 	client := &http.Client{Timeout: 10 * time.Second}
 	status, ans, err := postGraphQL(t, client, gw.url, sim.DemoKey, `{ budgets(first: 1) { nodes { name } } }`)
 	if err != nil || status != http.StatusOK || len(ans.Errors) > 0 {
@@ -208,16 +213,17 @@ func postVars(t *testing.T, gw *gateway, query string, vars map[string]any, out 
 // waiting for it up to 10 s (a line is written when its handler ends).
 func waitAccessLine(t *testing.T, gw *gateway, match func(map[string]any) bool) map[string]any {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	var line map[string]any
+	gw.logs.Wait(t, 10*time.Second, "such access line", func(string) bool {
 		for _, l := range gw.logs.JSONLines(t) {
 			if l["msg"] == "request" && match(l) {
-				return l
+				line = l
+				return true
 			}
 		}
-		if time.Now().After(end) {
-			t.Fatalf("no such access line in 10 s:\n%s", gw.logs)
-		}
-	}
+		return false
+	})
+	return line
 }
 
 // TestSlowBodyConnectionClosed: the connection of a body the gateway does

@@ -374,7 +374,9 @@ func TestTraceSampling(t *testing.T) {
 	if !passed {
 		t.Errorf("the unsampled trace did not reach the upstream")
 	}
-	time.Sleep(50 * time.Millisecond) // a span ending late would show by now
+	// A span ending late would show by now: nothing says that no more will
+	// end, so this waits a while for something not to happen.
+	time.Sleep(50 * time.Millisecond)
 	for _, s := range tr.spans.GetSpans() {
 		if s.SpanContext.TraceID().String() == unsampled {
 			t.Errorf("span %q recorded in a trace the caller did not sample", s.Name)
