@@ -37,8 +37,15 @@ func ids[T any](seq iter.Seq2[T, error], id func(T) string) iter.Seq2[string, er
 	}
 }
 
+// pageLen reduces a list call's answer to its record count.
+func pageLen[T any](p *upstream.Page[T], err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	return len(p.Data), nil
+}
+
 func listers() []lister {
-	count := func(n int, err error) (int, error) { return n, err }
 	return []lister{
 		{
 			name: "Recommendations", path: "/v1/recommendations",
@@ -46,11 +53,7 @@ func listers() []lister {
 				return withID(recommendationJSON, `"recommendation_id":"rec-ec2-rightsize-001"`, fmt.Sprintf(`"recommendation_id":"id-%d","extra_%d":true`, i, i))
 			},
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				p, err := c.Recommendations.List(ctx, o)
-				if err != nil {
-					return count(0, err)
-				}
-				return len(p.Data), nil
+				return pageLen(c.Recommendations.List(ctx, o))
 			},
 			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
 				return ids(c.Recommendations.All(ctx, n), func(r upstream.Recommendation) string { return r.RecommendationID })
@@ -62,11 +65,7 @@ func listers() []lister {
 				return withID(anomalyJSON, `"anomaly_id":"anom-ec2-spike-001"`, fmt.Sprintf(`"anomaly_id":"id-%d"`, i))
 			},
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				p, err := c.Anomalies.List(ctx, o)
-				if err != nil {
-					return count(0, err)
-				}
-				return len(p.Data), nil
+				return pageLen(c.Anomalies.List(ctx, o))
 			},
 			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
 				return ids(c.Anomalies.All(ctx, n), func(a upstream.Anomaly) string { return a.AnomalyID })
@@ -76,11 +75,7 @@ func listers() []lister {
 			name: "Budgets", path: "/v1/budgets",
 			item: func(i int) string { return withID(budgetJSON, `"id":"bud_1"`, fmt.Sprintf(`"id":"id-%d"`, i)) },
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				p, err := c.Budgets.List(ctx, o)
-				if err != nil {
-					return count(0, err)
-				}
-				return len(p.Data), nil
+				return pageLen(c.Budgets.List(ctx, o))
 			},
 			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
 				return ids(c.Budgets.All(ctx, n), func(b upstream.Budget) string { return b.ID })
@@ -92,11 +87,7 @@ func listers() []lister {
 				return withID(notificationJSON, `"id":"clxnotif01"`, fmt.Sprintf(`"id":"id-%d"`, i))
 			},
 			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				p, err := c.Notifications.ListScheduled(ctx, o)
-				if err != nil {
-					return count(0, err)
-				}
-				return len(p.Data), nil
+				return pageLen(c.Notifications.ListScheduled(ctx, o))
 			},
 			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
 				return ids(c.Notifications.AllScheduled(ctx, n), func(s upstream.ScheduledNotification) string { return s.ID })
