@@ -17,16 +17,7 @@ import (
 // a budget that was gone.
 func TestDeleteAfterLostAnswerIsAlreadyDeleted(t *testing.T) {
 	t.Parallel()
-	s := sim.New(sim.Options{})
-	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{ops.DeleteBudget}})
-	// Clear the fault before any delete after the first (which is dropped).
-	clearAfterFirst := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Calls(ops.DeleteBudget) >= 1 {
-			s.SetFaults(sim.Faults{})
-		}
-		s.ServeHTTP(w, r)
-	})
-	c := simClient(t, s, clearAfterFirst)
+	s, c := newSimDroppingFirstAnswer(t, ops.DeleteBudget)
 	ids := s.IDs(sim.DemoKey, sim.CollectionBudgets)
 	got, err := c.Budgets.Delete(as(t, sim.DemoKey), ids[0])
 	if err != nil {

@@ -28,6 +28,23 @@ func newSim(t *testing.T, opts ...upstream.Option) (*sim.Server, *upstream.Clien
 	return s, simClient(t, s, s, opts...)
 }
 
+// newSimDroppingFirstAnswer returns a simulator that commits the first call
+// of op and drops its answer, then answers every later call, and a client of
+// it: the case of a write whose answer was lost after it happened.
+func newSimDroppingFirstAnswer(t *testing.T, op string) (*sim.Server, *upstream.Client) {
+	t.Helper()
+	s := sim.New(sim.Options{})
+	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{op}})
+	// Clear the fault before any call after the first (which is dropped).
+	clearAfterFirst := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Calls(op) >= 1 {
+			s.SetFaults(sim.Faults{})
+		}
+		s.ServeHTTP(w, r)
+	})
+	return s, simClient(t, s, clearAfterFirst)
+}
+
 // simClient serves h below basePath and returns a client of it.
 func simClient(t *testing.T, s *sim.Server, h http.Handler, opts ...upstream.Option) *upstream.Client {
 	t.Helper()
@@ -735,16 +752,7 @@ func TestSimIdempotency(t *testing.T) {
 // by the client with the same key, and the simulator replays the stored answer.
 func TestSimCreateSurvivesDroppedAnswer(t *testing.T) {
 	t.Parallel()
-	s := sim.New(sim.Options{})
-	s.SetFaults(sim.Faults{DropAfter: 1, Ops: []string{ops.CreateBudget}})
-	// Clear the fault before any create after the first (which is dropped).
-	clearAfterFirst := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Calls(ops.CreateBudget) >= 1 {
-			s.SetFaults(sim.Faults{})
-		}
-		s.ServeHTTP(w, r)
-	})
-	c := simClient(t, s, clearAfterFirst)
+	s, c := newSimDroppingFirstAnswer(t, ops.CreateBudget)
 	n := len(s.IDs(sim.DemoKey, sim.CollectionBudgets))
 
 	b, err := c.Budgets.Create(as(t, sim.DemoKey), newBudget(s, t, c, "Dropped once"), nil)
