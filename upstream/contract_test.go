@@ -184,10 +184,7 @@ func newContractTransport(t *testing.T) *contractTransport {
 				openapi3.WithStringFormatValidators(map[string]openapi3.StringFormatValidator{
 					"date":      openapi3.NewCallbackValidator(contractParseTime(time.DateOnly)),
 					"date-time": openapi3.NewCallbackValidator(contractParseTime(time.RFC3339Nano)),
-					"email": openapi3.NewCallbackValidator(func(s string) error {
-						_, err := mail.ParseAddress(s)
-						return err
-					}),
+					"email":     openapi3.NewCallbackValidator(func(s string) error { return errOf(mail.ParseAddress(s)) }),
 				}),
 			},
 		},
@@ -198,10 +195,7 @@ func newContractTransport(t *testing.T) *contractTransport {
 
 // contractParseTime checks a format on the calendar too, not only on its digits.
 func contractParseTime(layout string) func(string) error {
-	return func(s string) error {
-		_, err := time.Parse(layout, s)
-		return err
-	}
+	return func(s string) error { return errOf(time.Parse(layout, s)) }
 }
 
 // acceptAnyBearer accepts any bearer credential, so that the simulator, not

@@ -82,7 +82,7 @@ func decodeCases() []decodeCase {
 		return `{"data":[` + pg + `],"pagination":{"limit":50,"has_more":false,"next_cursor":null}}`
 	}
 	list := func(f func(ctx context.Context, c *upstream.Client) (int, error)) func(ctx context.Context, c *upstream.Client) error {
-		return func(ctx context.Context, c *upstream.Client) error { _, err := f(ctx, c); return err }
+		return func(ctx context.Context, c *upstream.Client) error { return errOf(f(ctx, c)) }
 	}
 	budgetRequired := []string{"id", "name", "targetType", "period", "status", "numberOfPeriods", "startDate", "endDate",
 		"normalizationPeriod", "organizationId", "serviceClientId", "creatorId", "explorerReportId", "createdAt", "updatedAt"}
@@ -114,17 +114,15 @@ func decodeCases() []decodeCase {
 		}
 		cases = append(cases, dc)
 	}
-	get := func(ctx context.Context, c *upstream.Client) error { _, err := c.Budgets.Get(ctx, "bud_1"); return err }
+	get := func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Get(ctx, "bud_1")) }
 	create := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, nil)
-		return err
+		return errOf(c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, nil))
 	}
 	update := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{}, nil)
-		return err
+		return errOf(c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{}, nil))
 	}
 	explorer := func(f func(ctx context.Context, c *upstream.Client) (any, error)) func(ctx context.Context, c *upstream.Client) error {
-		return func(ctx context.Context, c *upstream.Client) error { _, err := f(ctx, c); return err }
+		return func(ctx context.Context, c *upstream.Client) error { return errOf(f(ctx, c)) }
 	}
 	return append(cases,
 		decodeCase{name: "Budgets.Get", op: "getBudget", call: get, answer: `{"data":{"budget":%s` + detail + `}}`,
@@ -145,29 +143,17 @@ func decodeCases() []decodeCase {
 		decodeCase{name: "Budgets.Update", op: "updateBudget", call: update, answer: `{"data":{"budget":%s}}`,
 			record: budgetJSON, at: "data.budget", required: budgetRequired, optional: budgetOptional},
 		decodeCase{name: "Budgets.Delete", op: "deleteBudget", answer: `{"data":%s}`, record: `{"success":true}`, at: "data",
-			required: []string{"success"}, call: func(ctx context.Context, c *upstream.Client) error {
-				_, err := c.Budgets.Delete(ctx, "bud_1")
-				return err
-			}},
+			required: []string{"success"}, call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Delete(ctx, "bud_1")) }},
 		decodeCase{name: "Budgets.Actuals", op: "getBudgetActuals", answer: `{"data":%s}`,
 			record: `{"actualsByPlanning":{"p":{"2026-01":1}},"accountActualsByPeriod":{"2026-01":1}}`, at: "data",
-			required: []string{"actualsByPlanning", "accountActualsByPeriod"}, call: func(ctx context.Context, c *upstream.Client) error {
-				_, err := c.Budgets.Actuals(ctx, "bud_1")
-				return err
-			}},
+			required: []string{"actualsByPlanning", "accountActualsByPeriod"}, call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Actuals(ctx, "bud_1")) }},
 		decodeCase{name: "Budgets.Planning", op: "getBudgetPlanning", answer: `{"data":{"plannings":[%s]}}`,
 			record: planningJSON, at: "data.plannings[0]", required: planningRequired, optional: []string{"percentSpend"},
-			call: func(ctx context.Context, c *upstream.Client) error {
-				_, err := c.Budgets.Planning(ctx, "bud_1")
-				return err
-			}},
+			call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Planning(ctx, "bud_1")) }},
 		decodeCase{name: "Budgets.LookbackPreview", op: "budgetLookbackGet", answer: `{"data":{"periods":[%s]}}`,
 			record: `{"periodKey":"2026-01","actual":1,"projected":2}`, at: "data.periods[0]",
 			required: []string{"periodKey", "actual"}, optional: []string{"projected"},
-			call: func(ctx context.Context, c *upstream.Client) error {
-				_, err := c.Budgets.LookbackPreview(ctx)
-				return err
-			}},
+			call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.LookbackPreview(ctx)) }},
 		decodeCase{name: "Explorer.Summary", op: "explorerSummary", answer: `{"data":{"cards":[%s],"servedFromCache":true}}`,
 			record: `{"title":"t","description":"d","value":1,"previousValue":2}`, at: "data.cards[0]",
 			required: []string{"title", "description", "value", "previousValue"},
@@ -307,14 +293,8 @@ func TestWriteAnswerWithoutABudget(t *testing.T) {
 // from a month that cost nothing.
 func TestNullAmountIsRefused(t *testing.T) {
 	t.Parallel()
-	actuals := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Budgets.Actuals(ctx, "bud_1")
-		return err
-	}
-	planning := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Budgets.Planning(ctx, "bud_1")
-		return err
-	}
+	actuals := func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Actuals(ctx, "bud_1")) }
+	planning := func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Planning(ctx, "bud_1")) }
 	tests := []struct {
 		name string
 		call func(ctx context.Context, c *upstream.Client) error
@@ -428,12 +408,10 @@ func TestIntegerMembersTakeAnyIntegralNumber(t *testing.T) {
 func TestIntegerMembersShownAsGraphQLIntHold32Bits(t *testing.T) {
 	t.Parallel()
 	budget := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, nil)
-		return err
+		return errOf(c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, nil))
 	}
 	notifications := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Notifications.ListScheduled(ctx, nil)
-		return err
+		return errOf(c.Notifications.ListScheduled(ctx, nil))
 	}
 	notificationPage := func(rec string) string {
 		return `{"data":[` + rec + `],"pagination":{"limit":50,"has_more":false,"next_cursor":null,"total":1}}`

@@ -540,10 +540,7 @@ func TestErrorsNeverCarryKeyOrURL(t *testing.T) {
 		call    func(ctx context.Context, c *upstream.Client) error
 		want    error
 	}
-	get := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Budgets.Get(ctx, "bud_1")
-		return err
-	}
+	get := func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Get(ctx, "bud_1")) }
 	handler := func(h func(http.ResponseWriter, *http.Request, int)) func(*testing.T) func(http.ResponseWriter, *http.Request, int) {
 		return func(*testing.T) func(http.ResponseWriter, *http.Request, int) { return h }
 	}
@@ -563,20 +560,14 @@ func TestErrorsNeverCarryKeyOrURL(t *testing.T) {
 		}, want: upstream.ErrUnavailable},
 		{name: "connection refused", handler: ok, base: func(*fakeUpstream) string { return closed.URL }, call: get, want: upstream.ErrUnavailable},
 		{name: "invalid limit", handler: ok, call: func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.List(ctx, &upstream.ListOptions{Limit: 500})
-			return err
+			return errOf(c.Budgets.List(ctx, &upstream.ListOptions{Limit: 500}))
 		}, want: upstream.ErrInvalidRequest},
-		{name: "empty id", handler: ok, call: func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.Get(ctx, "")
-			return err
-		}, want: upstream.ErrInvalidRequest},
+		{name: "empty id", handler: ok, call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Get(ctx, "")) }, want: upstream.ErrInvalidRequest},
 		{name: "long idempotency key", handler: ok, call: func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, &upstream.WriteOptions{IdempotencyKey: strings.Repeat("k", 65)})
-			return err
+			return errOf(c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "x"}, &upstream.WriteOptions{IdempotencyKey: strings.Repeat("k", 65)}))
 		}, want: upstream.ErrInvalidRequest},
 		{name: "write conflict", handler: handler(answer(409, envelope("idempotency_conflict", "reused", "r2"))), call: func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{Name: pointerTo("n")}, nil)
-			return err
+			return errOf(c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{Name: pointerTo("n")}, nil))
 		}, want: upstream.ErrConflict},
 		{name: "canceled", handler: blockUntilGone, call: func(ctx context.Context, c *upstream.Client) error {
 			ctx, cancel := context.WithCancel(ctx)
@@ -589,27 +580,15 @@ func TestErrorsNeverCarryKeyOrURL(t *testing.T) {
 				_, _ = io.WriteString(w, `{"data":{`)
 			}
 		}, call: get, want: upstream.ErrUnavailable},
-		{name: "list without pagination", handler: handler(answer(200, `{"data":[]}`)), call: func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.List(ctx, nil)
-			return err
-		}, want: upstream.ErrBadResponse},
+		{name: "list without pagination", handler: handler(answer(200, `{"data":[]}`)), call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.List(ctx, nil)) }, want: upstream.ErrBadResponse},
 		{name: "malformed bearer key", handler: ok, call: func(ctx context.Context, c *upstream.Client) error {
 			return get(upstream.WithAPIKey(ctx, testKey+"\nX-Injected: 1"), c)
 		}, want: upstream.ErrUnauthorized},
 		{name: "required member missing", handler: handler(answer(200, `{"data":{"plannings":[{"id":"`+testKey+`"}]}}`)),
-			call: func(ctx context.Context, c *upstream.Client) error {
-				_, err := c.Budgets.Planning(ctx, "bud_1")
-				return err
-			}, want: upstream.ErrBadResponse},
+			call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Planning(ctx, "bud_1")) }, want: upstream.ErrBadResponse},
 		{name: "member of the wrong kind", handler: handler(answer(200, `{"data":{"plannings":"`+testKey+` http://127.0.0.1:1/v1"}}`)),
-			call: func(ctx context.Context, c *upstream.Client) error {
-				_, err := c.Budgets.Planning(ctx, "bud_1")
-				return err
-			}, want: upstream.ErrBadResponse},
-		{name: "key is the id", handler: handler(answer(404, envelope("not_found", "no budget "+testKey, "r3"))), call: func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.Get(ctx, "x")
-			return err
-		}, want: upstream.ErrNotFound},
+			call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Planning(ctx, "bud_1")) }, want: upstream.ErrBadResponse},
+		{name: "key is the id", handler: handler(answer(404, envelope("not_found", "no budget "+testKey, "r3"))), call: func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Get(ctx, "x")) }, want: upstream.ErrNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

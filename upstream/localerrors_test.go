@@ -22,20 +22,15 @@ func TestLocalErrorsAreNotUpstreamFailures(t *testing.T) {
 	t.Parallel()
 	create := func(key string) func(ctx context.Context, c *upstream.Client) error {
 		return func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "B"}, &upstream.WriteOptions{IdempotencyKey: key})
-			return err
+			return errOf(c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "B"}, &upstream.WriteOptions{IdempotencyKey: key}))
 		}
 	}
 	update := func(key string) func(ctx context.Context, c *upstream.Client) error {
 		return func(ctx context.Context, c *upstream.Client) error {
-			_, err := c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{}, &upstream.WriteOptions{IdempotencyKey: key})
-			return err
+			return errOf(c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{}, &upstream.WriteOptions{IdempotencyKey: key}))
 		}
 	}
-	read := func(ctx context.Context, c *upstream.Client) error {
-		_, err := c.Budgets.Planning(ctx, "bud_1")
-		return err
-	}
+	read := func(ctx context.Context, c *upstream.Client) error { return errOf(c.Budgets.Planning(ctx, "bud_1")) }
 	withKey := func(key string) func(ctx context.Context, c *upstream.Client) error {
 		return func(ctx context.Context, c *upstream.Client) error {
 			return read(upstream.WithAPIKey(ctx, key), c)

@@ -91,12 +91,11 @@ func TestAttemptCountsMatchTheUpstreamUnderDroppedConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, call := range []func() error{
-			func() error { _, err := c.Budgets.Planning(keyCtx(t), "b"); return err },
-			func() error { _, err := c.Budgets.Delete(keyCtx(t), "b"); return err },
-			func() error { _, err := c.Explorer.Summary(keyCtx(t), testQuery()); return err },
+			func() error { return errOf(c.Budgets.Planning(keyCtx(t), "b")) },
+			func() error { return errOf(c.Budgets.Delete(keyCtx(t), "b")) },
+			func() error { return errOf(c.Explorer.Summary(keyCtx(t), testQuery())) },
 			func() error {
-				_, err := c.Budgets.Update(keyCtx(t), "b", &upstream.BudgetUpdate{Name: pointerTo("n")}, nil)
-				return err
+				return errOf(c.Budgets.Update(keyCtx(t), "b", &upstream.BudgetUpdate{Name: pointerTo("n")}, nil))
 			},
 		} {
 			before := seen.Load()

@@ -243,12 +243,10 @@ type writeCall struct {
 func writeCalls() []writeCall {
 	return []writeCall{
 		{"Create", "createBudget", func(ctx context.Context, c *upstream.Client, opts *upstream.WriteOptions) error {
-			_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "B", NumberOfPeriods: 1, StartDate: ymd(2026, 1, 1), ExplorerReportID: "rpt_1"}, opts)
-			return err
+			return errOf(c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "B", NumberOfPeriods: 1, StartDate: ymd(2026, 1, 1), ExplorerReportID: "rpt_1"}, opts))
 		}},
 		{"Update", "updateBudget", func(ctx context.Context, c *upstream.Client, opts *upstream.WriteOptions) error {
-			_, err := c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{Name: pointerTo("B")}, opts)
-			return err
+			return errOf(c.Budgets.Update(ctx, "bud_1", &upstream.BudgetUpdate{Name: pointerTo("B")}, opts))
 		}},
 	}
 }

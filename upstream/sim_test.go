@@ -572,10 +572,10 @@ func TestSimBudgetRoundTrip(t *testing.T) {
 		t.Fatalf("Delete = %+v, %v", del, err)
 	}
 	for name, call := range map[string]func() error{
-		"Get":      func() error { _, err := c.Budgets.Get(ctx, created.ID); return err },
-		"Actuals":  func() error { _, err := c.Budgets.Actuals(ctx, created.ID); return err },
-		"Planning": func() error { _, err := c.Budgets.Planning(ctx, created.ID); return err },
-		"Delete":   func() error { _, err := c.Budgets.Delete(ctx, created.ID); return err },
+		"Get":      func() error { return errOf(c.Budgets.Get(ctx, created.ID)) },
+		"Actuals":  func() error { return errOf(c.Budgets.Actuals(ctx, created.ID)) },
+		"Planning": func() error { return errOf(c.Budgets.Planning(ctx, created.ID)) },
+		"Delete":   func() error { return errOf(c.Budgets.Delete(ctx, created.ID)) },
 	} {
 		if err := call(); !errors.Is(err, upstream.ErrNotFound) {
 			t.Errorf("%s after delete: err = %v, want ErrNotFound", name, err)
@@ -600,57 +600,28 @@ func TestSimRefusals(t *testing.T) {
 		wantStatus int
 		wantCode   string
 	}{
-		{"read-only key creates", sim.ReadOnlyKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Create(ctx, create, nil)
-			return err
-		}, upstream.ErrForbidden, 403, "forbidden_scope"},
+		{"read-only key creates", sim.ReadOnlyKey, func(ctx context.Context) error { return errOf(c.Budgets.Create(ctx, create, nil)) }, upstream.ErrForbidden, 403, "forbidden_scope"},
 		{"read-only key updates", sim.ReadOnlyKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Update(ctx, mine, &upstream.BudgetUpdate{Name: pointerTo("x")}, nil)
-			return err
+			return errOf(c.Budgets.Update(ctx, mine, &upstream.BudgetUpdate{Name: pointerTo("x")}, nil))
 		}, upstream.ErrForbidden, 403, "forbidden_scope"},
-		{"read-only key deletes", sim.ReadOnlyKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Delete(ctx, mine)
-			return err
-		}, upstream.ErrForbidden, 403, "forbidden_scope"},
-		{"unentitled key reads", sim.UnentitledKey, func(ctx context.Context) error {
-			_, err := c.Budgets.List(ctx, nil)
-			return err
-		}, upstream.ErrForbidden, 403, "forbidden_entitlement"},
+		{"read-only key deletes", sim.ReadOnlyKey, func(ctx context.Context) error { return errOf(c.Budgets.Delete(ctx, mine)) }, upstream.ErrForbidden, 403, "forbidden_scope"},
+		{"unentitled key reads", sim.UnentitledKey, func(ctx context.Context) error { return errOf(c.Budgets.List(ctx, nil)) }, upstream.ErrForbidden, 403, "forbidden_entitlement"},
 		{"unentitled key queries Explorer", sim.UnentitledKey, func(ctx context.Context) error {
-			_, err := c.Explorer.Summary(ctx, last30Days(s, "product_product_name"))
-			return err
+			return errOf(c.Explorer.Summary(ctx, last30Days(s, "product_product_name")))
 		}, upstream.ErrForbidden, 403, "forbidden_entitlement"},
-		{"unknown key", "sk-not-a-real-key", func(ctx context.Context) error {
-			_, err := c.Recommendations.List(ctx, nil)
-			return err
-		}, upstream.ErrUnauthorized, 401, "invalid_credentials"},
-		{"other organization's budget", sim.DemoKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Get(ctx, theirs)
-			return err
-		}, upstream.ErrNotFound, 404, "not_found"},
+		{"unknown key", "sk-not-a-real-key", func(ctx context.Context) error { return errOf(c.Recommendations.List(ctx, nil)) }, upstream.ErrUnauthorized, 401, "invalid_credentials"},
+		{"other organization's budget", sim.DemoKey, func(ctx context.Context) error { return errOf(c.Budgets.Get(ctx, theirs)) }, upstream.ErrNotFound, 404, "not_found"},
 		{"other organization's budget update", sim.DemoKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Update(ctx, theirs, &upstream.BudgetUpdate{Name: pointerTo("mine now")}, nil)
-			return err
+			return errOf(c.Budgets.Update(ctx, theirs, &upstream.BudgetUpdate{Name: pointerTo("mine now")}, nil))
 		}, upstream.ErrNotFound, 404, "not_found"},
-		{"other organization's budget delete", sim.DemoKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Delete(ctx, theirs)
-			return err
-		}, upstream.ErrNotFound, 404, "not_found"},
-		{"unknown id", sim.DemoKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Planning(ctx, "bud_doesnotexist")
-			return err
-		}, upstream.ErrNotFound, 404, "not_found"},
-		{"unknown dimension", sim.DemoKey, func(ctx context.Context) error {
-			_, err := c.Explorer.DimensionValues(ctx, "region")
-			return err
-		}, upstream.ErrNotFound, 404, "not_found"},
+		{"other organization's budget delete", sim.DemoKey, func(ctx context.Context) error { return errOf(c.Budgets.Delete(ctx, theirs)) }, upstream.ErrNotFound, 404, "not_found"},
+		{"unknown id", sim.DemoKey, func(ctx context.Context) error { return errOf(c.Budgets.Planning(ctx, "bud_doesnotexist")) }, upstream.ErrNotFound, 404, "not_found"},
+		{"unknown dimension", sim.DemoKey, func(ctx context.Context) error { return errOf(c.Explorer.DimensionValues(ctx, "region")) }, upstream.ErrNotFound, 404, "not_found"},
 		{"invalid create", sim.DemoKey, func(ctx context.Context) error {
-			_, err := c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "no report"}, nil)
-			return err
+			return errOf(c.Budgets.Create(ctx, &upstream.BudgetCreate{Name: "no report"}, nil))
 		}, upstream.ErrInvalidRequest, 400, "validation_error"},
 		{"invalid cursor", sim.DemoKey, func(ctx context.Context) error {
-			_, err := c.Budgets.List(ctx, &upstream.ListOptions{Cursor: "not-a-cursor"})
-			return err
+			return errOf(c.Budgets.List(ctx, &upstream.ListOptions{Cursor: "not-a-cursor"}))
 		}, upstream.ErrInvalidRequest, 400, "invalid_cursor"},
 	}
 	for _, tc := range tests {

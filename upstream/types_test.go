@@ -21,29 +21,21 @@ func TestIDsArePathEscaped(t *testing.T) {
 		suffix string
 		call   func(ctx context.Context, c *upstream.Client, id string) error
 	}{
-		{"Get", "", func(ctx context.Context, c *upstream.Client, id string) error {
-			_, err := c.Budgets.Get(ctx, id)
-			return err
-		}},
+		{"Get", "", func(ctx context.Context, c *upstream.Client, id string) error { return errOf(c.Budgets.Get(ctx, id)) }},
 		{"Update", "", func(ctx context.Context, c *upstream.Client, id string) error {
-			_, err := c.Budgets.Update(ctx, id, &upstream.BudgetUpdate{}, nil)
-			return err
+			return errOf(c.Budgets.Update(ctx, id, &upstream.BudgetUpdate{}, nil))
 		}},
 		{"Delete", "", func(ctx context.Context, c *upstream.Client, id string) error {
-			_, err := c.Budgets.Delete(ctx, id)
-			return err
+			return errOf(c.Budgets.Delete(ctx, id))
 		}},
 		{"Actuals", "/actuals", func(ctx context.Context, c *upstream.Client, id string) error {
-			_, err := c.Budgets.Actuals(ctx, id)
-			return err
+			return errOf(c.Budgets.Actuals(ctx, id))
 		}},
 		{"Planning", "/planning", func(ctx context.Context, c *upstream.Client, id string) error {
-			_, err := c.Budgets.Planning(ctx, id)
-			return err
+			return errOf(c.Budgets.Planning(ctx, id))
 		}},
 		{"DimensionValues", "/values", func(ctx context.Context, c *upstream.Client, id string) error {
-			_, err := c.Explorer.DimensionValues(ctx, id)
-			return err
+			return errOf(c.Explorer.DimensionValues(ctx, id))
 		}},
 	}
 	ids := []struct {
