@@ -31,11 +31,7 @@ const cacheRequestTimeout = 3 * time.Second
 
 // cacheAnswer is a GraphQL answer with what the cache says of it.
 type cacheAnswer struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []struct {
-		Message    string         `json:"message"`
-		Extensions map[string]any `json:"extensions"`
-	} `json:"errors"`
+	gqlResponse
 	Extensions struct {
 		Cache *struct {
 			Hits, Misses, AgeSeconds int64
@@ -46,14 +42,6 @@ type cacheAnswer struct {
 		} `json:"cost"`
 	} `json:"extensions"`
 	elapsed time.Duration
-}
-
-func (a cacheAnswer) code() string {
-	if len(a.Errors) == 0 {
-		return ""
-	}
-	c, _ := a.Errors[0].Extensions["code"].(string)
-	return c
 }
 
 // hits is extensions.cache.hits, -1 when the answer has no cache extension.
