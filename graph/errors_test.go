@@ -62,14 +62,7 @@ func (e *env) checkedQuery(t *testing.T, key, query string, vars map[string]any)
 func (e *env) mustChecked(t *testing.T, key, query string, vars map[string]any, out any) {
 	t.Helper()
 	r := e.checkedQuery(t, key, query, vars)
-	if len(r.Errors) > 0 {
-		t.Fatalf("errors: %+v", r.Errors)
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.Data, out); err != nil {
-			t.Fatalf("decode data: %v: %s", err, r.Data)
-		}
-	}
+	r.mustData(t, out)
 }
 
 // answer forges an upstream answer.
