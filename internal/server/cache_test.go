@@ -192,22 +192,14 @@ func TestCacheMetrics(t *testing.T) {
 		}
 	}
 	fams := scrape(t, gw.adminURL(t)+"/metrics")
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
+	wantSeries(t, fams, []series{
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.ListBudgets, "result": "miss"}, 2},
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.ListBudgets, "result": "hit"}, 1},
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.ListBudgets, "result": "stale"}, 0},
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.GetBudget, "result": "miss"}, 0},
 		{"costgw_upstream_cache_evictions_total", map[string]string{"operation": ops.ListBudgets, "reason": "write"}, 1},
 		{"costgw_upstream_cache_evictions_total", map[string]string{"operation": ops.ListBudgets, "reason": "size"}, 0},
-	} {
-		if got := value(t, fams, c.name, c.labels); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
-		}
-	}
+	})
 	if got := value(t, fams, "costgw_upstream_cache_bytes", map[string]string{"operation": ops.ListBudgets}); got <= 0 {
 		t.Errorf("costgw_upstream_cache_bytes of listBudgets = %v, want the entry's bytes", got)
 	}
