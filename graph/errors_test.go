@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -62,14 +61,7 @@ func (e *env) checkedQuery(t *testing.T, key, query string, vars map[string]any)
 func (e *env) mustChecked(t *testing.T, key, query string, vars map[string]any, out any) {
 	t.Helper()
 	r := e.checkedQuery(t, key, query, vars)
-	if len(r.Errors) > 0 {
-		t.Fatalf("errors: %+v", r.Errors)
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.Data, out); err != nil {
-			t.Fatalf("decode data: %v: %s", err, r.Data)
-		}
-	}
+	r.mustData(t, out)
 }
 
 // answer forges an upstream answer.
@@ -356,22 +348,7 @@ func checkGolden(t *testing.T, path string, got map[string]json.RawMessage) {
 		t.Fatal(err)
 	}
 	b = append(b, '\n')
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(b)); diff != "" {
-		t.Errorf("responses differ from %s (-golden +now); run with -update if the change is intended:\n%s", path, diff)
-	}
+	compareGolden(t, path, "responses", b)
 }
 
 // Introspection and __typename need no key and no upstream call; an

@@ -207,6 +207,13 @@ func (e *env) query(t testing.TB, key, query string, vars map[string]any) respon
 func (e *env) mustQuery(t testing.TB, key, query string, vars map[string]any, out any) {
 	t.Helper()
 	r := e.query(t, key, query, vars)
+	r.mustData(t, out)
+}
+
+// mustData fails the test if r carries any GraphQL error, and decodes its
+// data into out unless out is nil.
+func (r response) mustData(t testing.TB, out any) {
+	t.Helper()
 	if len(r.Errors) > 0 {
 		t.Fatalf("errors: %+v", r.Errors)
 	}

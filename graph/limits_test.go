@@ -20,6 +20,15 @@ func TestLimitsRejectBeforeAnyUpstreamCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	many := func(n int, s string) string { return strings.Repeat(s, n) }
+	// aliased is n selections of field, each under an alias of its own
+	// (prefix, prefix+"x", prefix+"xx", …).
+	aliased := func(n int, prefix, field string) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(prefix + many(i, "x") + ": " + field + " ")
+		}
+		return b.String()
+	}
 	tests := []struct {
 		name, query string
 		status      int
@@ -27,20 +36,8 @@ func TestLimitsRejectBeforeAnyUpstreamCall(t *testing.T) {
 	}{
 		{"tokens", "{ " + many(15001, "__typename ") + "}", 400, string(codes.MaxTokens)},
 		{"depth", "{ budgets { nodes " + many(10, "{ plannings { budget ") + "{ name }" + many(21, " }") + " }", 400, string(codes.MaxDepth)},
-		{"aliases", "{ budgets { nodes { " + func() string {
-			var b strings.Builder
-			for i := range 31 {
-				b.WriteString("a" + many(i, "x") + ": name ")
-			}
-			return b.String()
-		}() + "} } }", 400, string(codes.MaxAliases)},
-		{"root fields", "{ " + func() string {
-			var b strings.Builder
-			for i := range 21 {
-				b.WriteString("r" + many(i, "x") + ": budgetLookbackPreview { periods { actual } } ")
-			}
-			return b.String()
-		}() + "}", 400, string(codes.MaxRootFields)},
+		{"aliases", "{ budgets { nodes { " + aliased(31, "a", "name") + "} } }", 400, string(codes.MaxAliases)},
+		{"root fields", "{ " + aliased(21, "r", "budgetLookbackPreview { periods { actual } }") + "}", 400, string(codes.MaxRootFields)},
 		{"cost", "{ budgets(first: 500) { nodes { metrics { variance } actuals { total } } } }", 400, string(codes.CostTooHigh)},
 		{"body", `{"query":"{ __typename }","pad":"` + many(2_000_001, "x") + `"}`, 413, "REQUEST_TOO_LARGE"},
 	}

@@ -30,18 +30,28 @@ func TestSchemaGolden(t *testing.T) {
 	formatter.NewFormatter(&buf, formatter.WithIndent("  ")).FormatSchema(schema)
 	got := buf.Bytes()
 
-	path := filepath.Join("testdata", "schema.graphql")
+	compareGolden(t, filepath.Join("testdata", "schema.graphql"), "the served schema", got)
+}
+
+// compareGolden fails the test if got, named what, differs from the golden
+// file at path; under -update it writes got there instead.
+func compareGolden(t *testing.T, path, what string, got []byte) {
+	t.Helper()
 	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		return
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("schema differs from %s (-golden +served); run with -update if the change is intended:\n%s", path, diff)
+		t.Errorf("%s differs from %s (-golden +got); run with -update if the change is intended:\n%s", what, path, diff)
 	}
 }
 

@@ -36,49 +36,56 @@ func wantBadInput(t *testing.T, in any, err error) {
 	}
 }
 
-func TestDate(t *testing.T) {
-	t.Parallel()
-	for _, s := range []string{"2026-01-01", "2026-02-28", "2024-02-29", "2000-02-29", "2026-12-31", "0001-01-01", "9999-12-31"} {
-		d, err := UnmarshalDate(s)
+// wantPrintedBack fails unless unmarshal, named name, reads each of ins and
+// marshal prints it back as it was written.
+func wantPrintedBack[T any](t *testing.T, name string, unmarshal func(any) (T, error), marshal func(T) graphql.Marshaler, ins []string) {
+	t.Helper()
+	for _, s := range ins {
+		v, err := unmarshal(s)
 		if err != nil {
-			t.Errorf("UnmarshalDate(%q): %v", s, err)
+			t.Errorf("%s(%q): %v", name, s, err)
 			continue
 		}
-		if got, want := printed(MarshalDate(d)), strconv.Quote(s); got != want {
-			t.Errorf("UnmarshalDate(%q) prints %s, want %s", s, got, want)
+		if got, want := printed(marshal(v)), strconv.Quote(s); got != want {
+			t.Errorf("%s(%q) prints %s, want %s", name, s, got, want)
 		}
 	}
-	if d, _ := UnmarshalDate("2026-03-09"); d != (upstream.Date{Year: 2026, Month: time.March, Day: 9}) {
-		t.Errorf("UnmarshalDate(2026-03-09) = %+v", d)
-	}
-	for _, in := range []any{
-		"", "2026-02-30", "2025-02-29", "1900-02-29", "2026-04-31", "2026-13-01", "2026-00-10", "2026-01-00", "2026-01-32",
-		"2026-1-01", "2026-01-1", "26-01-01", "02026-01-01", "2026/01/01", "20260101", "01-01-2026", "2026-01-01T00:00:00Z",
-		"2026-01-01 ", " 2026-01-01", "2026-01-01\n", "2026-01-1a", "+026-01-01", "-026-01-01", "2026-+1-01", "2026-0x-01",
-		"２０２６-01-01", "2026–01–01",
-		20260101, int64(20260101), 2026.0, true, nil, map[string]any{"year": 2026}, []any{"2026-01-01"},
-	} {
-		d, err := UnmarshalDate(in)
+}
+
+// wantRefused fails unless unmarshal, named name, refuses each of ins as
+// BAD_USER_INPUT.
+func wantRefused[T any](t *testing.T, name string, unmarshal func(any) (T, error), ins []any) {
+	t.Helper()
+	for _, in := range ins {
+		v, err := unmarshal(in)
 		if err == nil {
-			t.Errorf("UnmarshalDate(%#v) = %v, want an error", in, d)
+			t.Errorf("%s(%#v) = %v, want an error", name, in, v)
 			continue
 		}
 		wantBadInput(t, in, err)
 	}
 }
 
+func TestDate(t *testing.T) {
+	t.Parallel()
+	wantPrintedBack(t, "UnmarshalDate", UnmarshalDate, MarshalDate,
+		[]string{"2026-01-01", "2026-02-28", "2024-02-29", "2000-02-29", "2026-12-31", "0001-01-01", "9999-12-31"})
+	if d, _ := UnmarshalDate("2026-03-09"); d != (upstream.Date{Year: 2026, Month: time.March, Day: 9}) {
+		t.Errorf("UnmarshalDate(2026-03-09) = %+v", d)
+	}
+	wantRefused(t, "UnmarshalDate", UnmarshalDate, []any{
+		"", "2026-02-30", "2025-02-29", "1900-02-29", "2026-04-31", "2026-13-01", "2026-00-10", "2026-01-00", "2026-01-32",
+		"2026-1-01", "2026-01-1", "26-01-01", "02026-01-01", "2026/01/01", "20260101", "01-01-2026", "2026-01-01T00:00:00Z",
+		"2026-01-01 ", " 2026-01-01", "2026-01-01\n", "2026-01-1a", "+026-01-01", "-026-01-01", "2026-+1-01", "2026-0x-01",
+		"２０２６-01-01", "2026–01–01",
+		20260101, int64(20260101), 2026.0, true, nil, map[string]any{"year": 2026}, []any{"2026-01-01"},
+	})
+}
+
 func TestDateTime(t *testing.T) {
 	t.Parallel()
-	for _, s := range []string{"2026-07-20T18:00:00.000Z", "2024-02-29T23:59:59.999Z", "2026-01-01T00:00:00.001Z", "0001-01-01T00:00:00.000Z"} {
-		ts, err := UnmarshalDateTime(s)
-		if err != nil {
-			t.Errorf("UnmarshalDateTime(%q): %v", s, err)
-			continue
-		}
-		if got, want := printed(MarshalDateTime(ts)), strconv.Quote(s); got != want {
-			t.Errorf("UnmarshalDateTime(%q) prints %s, want %s", s, got, want)
-		}
-	}
+	wantPrintedBack(t, "UnmarshalDateTime", UnmarshalDateTime, MarshalDateTime,
+		[]string{"2026-07-20T18:00:00.000Z", "2024-02-29T23:59:59.999Z", "2026-01-01T00:00:00.001Z", "0001-01-01T00:00:00.000Z"})
 	want := time.Date(2026, time.July, 20, 18, 0, 0, 250e6, time.UTC)
 	for _, s := range []string{"2026-07-20T18:00:00.250Z", "2026-07-20T20:00:00.250+02:00", "2026-07-20T18:00:00.250+00:00",
 		"2026-07-20t18:00:00.250z", "2026-07-20T13:30:00.250-04:30"} {
@@ -86,7 +93,7 @@ func TestDateTime(t *testing.T) {
 			t.Errorf("UnmarshalDateTime(%s) = %v, %v; want %v", s, ts.Time, err, want)
 		}
 	}
-	for _, in := range []any{
+	wantRefused(t, "UnmarshalDateTime", UnmarshalDateTime, []any{
 		"", "2026-07-20", "2026-07-20T18:00:00Z", "2026-07-20T18:00:00.0Z", "2026-07-20T18:00:00.00Z", "2026-07-20T18:00:00.0000Z",
 		"2026-07-20T18:00:00.000", "2026-07-20T18:00:00.000-00:00", "2026-07-20T18:00:00.000+2:00", "2026-07-20T18:00:00.000+0200",
 		"2026-07-20T18:00:00.000+24:00", "2026-07-20 18:00:00.000Z", "2026-07-20T18:00.000Z", "2026-07-20T8:00:00.0000Z",
@@ -94,14 +101,7 @@ func TestDateTime(t *testing.T) {
 		"2026-07-20T18:00:00,000Z", "2026-07-20T18:00:00.+00Z", "2026-07-20T18:00:00.-00Z", "2026-07-20T18:00:00.00aZ",
 		" 2026-07-20T18:00:00.000Z", "2026-07-20T18:00:00.000Z ", "2026-07-20T18:00:00.000ZZ", "+026-07-20T18:00:00.000Z",
 		1784570400000, 1784570400.0, false, nil, map[string]any{}, []any{},
-	} {
-		ts, err := UnmarshalDateTime(in)
-		if err == nil {
-			t.Errorf("UnmarshalDateTime(%#v) = %v, want an error", in, ts)
-			continue
-		}
-		wantBadInput(t, in, err)
-	}
+	})
 }
 
 // MarshalDateTime prints any instant in UTC with exactly three fraction

@@ -31,11 +31,7 @@ const cacheRequestTimeout = 3 * time.Second
 
 // cacheAnswer is a GraphQL answer with what the cache says of it.
 type cacheAnswer struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []struct {
-		Message    string         `json:"message"`
-		Extensions map[string]any `json:"extensions"`
-	} `json:"errors"`
+	gqlResponse
 	Extensions struct {
 		Cache *struct {
 			Hits, Misses, AgeSeconds int64
@@ -46,14 +42,6 @@ type cacheAnswer struct {
 		} `json:"cost"`
 	} `json:"extensions"`
 	elapsed time.Duration
-}
-
-func (a cacheAnswer) code() string {
-	if len(a.Errors) == 0 {
-		return ""
-	}
-	c, _ := a.Errors[0].Extensions["code"].(string)
-	return c
 }
 
 // hits is extensions.cache.hits, -1 when the answer has no cache extension.
@@ -204,22 +192,14 @@ func TestCacheMetrics(t *testing.T) {
 		}
 	}
 	fams := scrape(t, gw.adminURL(t)+"/metrics")
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
+	wantSeries(t, fams, []series{
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.ListBudgets, "result": "miss"}, 2},
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.ListBudgets, "result": "hit"}, 1},
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.ListBudgets, "result": "stale"}, 0},
 		{"costgw_upstream_cache_lookups_total", map[string]string{"operation": ops.GetBudget, "result": "miss"}, 0},
 		{"costgw_upstream_cache_evictions_total", map[string]string{"operation": ops.ListBudgets, "reason": "write"}, 1},
 		{"costgw_upstream_cache_evictions_total", map[string]string{"operation": ops.ListBudgets, "reason": "size"}, 0},
-	} {
-		if got := value(t, fams, c.name, c.labels); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
-		}
-	}
+	})
 	if got := value(t, fams, "costgw_upstream_cache_bytes", map[string]string{"operation": ops.ListBudgets}); got <= 0 {
 		t.Errorf("costgw_upstream_cache_bytes of listBudgets = %v, want the entry's bytes", got)
 	}

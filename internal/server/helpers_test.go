@@ -131,6 +131,15 @@ type gqlResponse struct {
 	} `json:"errors"`
 }
 
+// code is extensions.code of the first error, "" when there is none.
+func (r gqlResponse) code() string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	c, _ := r.Errors[0].Extensions["code"].(string)
+	return c
+}
+
 // postGraphQL sends query to the gateway with key (none if empty) and returns
 // the HTTP status and the decoded answer.
 func postGraphQL(t testing.TB, client *http.Client, baseURL, key, query string) (int, gqlResponse, error) {

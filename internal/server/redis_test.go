@@ -209,13 +209,7 @@ type reply struct {
 	ans    gqlResponse
 }
 
-func (r reply) code() string {
-	if len(r.ans.Errors) == 0 {
-		return ""
-	}
-	c, _ := r.ans.Errors[0].Extensions["code"].(string)
-	return c
-}
+func (r reply) code() string { return r.ans.code() }
 
 func (r reply) String() string {
 	b, _ := json.Marshal(r.ans)

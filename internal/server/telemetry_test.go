@@ -79,6 +79,24 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want ma
 	return -1
 }
 
+// series is a time series and the value a test wants of it.
+type series struct {
+	name   string
+	labels map[string]string
+	want   float64
+}
+
+// wantSeries fails the test for each series of want that fams does not have
+// at its value.
+func wantSeries(t *testing.T, fams map[string]*dto.MetricFamily, want []series) {
+	t.Helper()
+	for _, c := range want {
+		if got := value(t, fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
 // TestMetrics sends a few GraphQL requests and reads what /metrics on the
 // admin listener says of them: operation types and codes, upstream calls by
 // route template, the parsed-document cache, the runtime's metrics; and no
@@ -150,57 +168,31 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s%v: an answer with no code", requests, l)
 		}
 	}
-	for _, c := range []struct {
-		labels map[string]string
-		want   float64
-	}{
-		{map[string]string{"operation_type": "unknown", "code": "OK"}, 1},
-		{map[string]string{"operation_type": "query", "code": "OK"}, 4},
-		{map[string]string{"operation_type": "unknown", "code": "GRAPHQL_PARSE_FAILED"}, 1},
-		{map[string]string{"operation_type": "query", "code": "UNAUTHENTICATED"}, 1},
-		{map[string]string{"operation_type": "query", "code": "MAX_ALIASES_LIMIT"}, 1},
-	} {
-		if got := value(t, fams, requests, c.labels); got != c.want {
-			t.Errorf("%s%v = %v, want %v", requests, c.labels, got, c.want)
-		}
-	}
-	if got := value(t, fams, "costgw_graphql_request_duration_seconds", map[string]string{"operation_type": "query"}); got != 6 {
-		t.Errorf("request duration samples of queries = %v, want 6", got)
-	}
-	if got := value(t, fams, "costgw_graphql_requests_in_flight", map[string]string{}); got != 0 {
-		t.Errorf("requests in flight = %v, want 0", got)
-	}
-	// The list ran three times and the unknown key once; the readiness
-	// check at start-up pinged without a key.
-	for _, c := range []struct {
-		labels map[string]string
-		want   float64
-	}{
-		{map[string]string{"route": "/v1/budgets", "status": "200"}, 3},
-		{map[string]string{"route": "/v1/budgets", "status": "401"}, 2},
-		{map[string]string{"route": "/v1/budgets/{id}", "status": "200"}, 1},
-	} {
-		if got := value(t, fams, "costgw_upstream_calls_total", c.labels); got != c.want {
-			t.Errorf("costgw_upstream_calls_total%v = %v, want %v", c.labels, got, c.want)
-		}
-	}
-	if got := value(t, fams, "costgw_upstream_call_duration_seconds", map[string]string{"route": "/v1/budgets/{id}"}); got != 1 {
-		t.Errorf("upstream duration samples of /v1/budgets/{id} = %v, want 1", got)
-	}
-	// Six documents, the list sent three times: two hits, five misses (the
-	// one that does not parse is looked up too).
-	for result, want := range map[string]float64{"hit": 2, "miss": 5} {
-		if got := value(t, fams, "costgw_query_cache_lookups_total", map[string]string{"result": result}); got != want {
-			t.Errorf("query cache lookups %s = %v, want %v", result, got, want)
-		}
-	}
-	if got := value(t, fams, "costgw_limit_rejections_total", map[string]string{"limit": "depth"}); got != 0 {
-		t.Errorf("depth rejections = %v, want a series at 0", got)
-	}
 	bi := readBuildInfo()
-	if got := value(t, fams, "costgw_build_info", map[string]string{"version": bi.Version, "revision": bi.Revision, "goversion": runtime.Version()}); got != 1 {
-		t.Errorf("costgw_build_info = %v, want 1 with the build's version and Go's", got)
-	}
+	wantSeries(t, fams, []series{
+		{requests, map[string]string{"operation_type": "unknown", "code": "OK"}, 1},
+		{requests, map[string]string{"operation_type": "query", "code": "OK"}, 4},
+		{requests, map[string]string{"operation_type": "unknown", "code": "GRAPHQL_PARSE_FAILED"}, 1},
+		{requests, map[string]string{"operation_type": "query", "code": "UNAUTHENTICATED"}, 1},
+		{requests, map[string]string{"operation_type": "query", "code": "MAX_ALIASES_LIMIT"}, 1},
+		// A histogram's value is its sample count.
+		{"costgw_graphql_request_duration_seconds", map[string]string{"operation_type": "query"}, 6},
+		{"costgw_graphql_requests_in_flight", map[string]string{}, 0},
+		// The list ran three times and the unknown key once; the readiness
+		// check at start-up pinged without a key.
+		{"costgw_upstream_calls_total", map[string]string{"route": "/v1/budgets", "status": "200"}, 3},
+		{"costgw_upstream_calls_total", map[string]string{"route": "/v1/budgets", "status": "401"}, 2},
+		{"costgw_upstream_calls_total", map[string]string{"route": "/v1/budgets/{id}", "status": "200"}, 1},
+		{"costgw_upstream_call_duration_seconds", map[string]string{"route": "/v1/budgets/{id}"}, 1},
+		// Six documents, the list sent three times: two hits, five misses (the
+		// one that does not parse is looked up too).
+		{"costgw_query_cache_lookups_total", map[string]string{"result": "hit"}, 2},
+		{"costgw_query_cache_lookups_total", map[string]string{"result": "miss"}, 5},
+		// A limit that refused nothing still has its series, at 0.
+		{"costgw_limit_rejections_total", map[string]string{"limit": "depth"}, 0},
+		// The build's version and revision, and Go's.
+		{"costgw_build_info", map[string]string{"version": bi.Version, "revision": bi.Revision, "goversion": runtime.Version()}, 1},
+	})
 	for _, name := range []string{
 		"costgw_upstream_breakers_open", "costgw_rate_limit_rejections_total", "costgw_callers_paced_total",
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "go_gc_duration_seconds", "process_start_time_seconds",
