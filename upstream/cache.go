@@ -543,12 +543,15 @@ func (ca *Cache) admit(ctx context.Context, kh [32]byte) (fresh, probe bool) {
 // answered records what the upstream made of a call with the key ctx
 // carries, sent at sent: a success accepts the key, a 401 or 403 refuses
 // it until a call sent later succeeds.
-func (ca *Cache) answered(ctx context.Context, sent time.Time, err error) {
-	key, ok := APIKeyFrom(ctx)
-	if !ok {
-		return
+func (ca *Cache) answered(ctx context.Context, cl *call, sent time.Time, err error) {
+	kh := cl.keyHash
+	if !cl.hashed {
+		key, ok := APIKeyFrom(ctx)
+		if !ok {
+			return
+		}
+		kh = keyHash(key)
 	}
-	kh := keyHash(key)
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	ks, ok := ca.keys.Get(kh)

@@ -43,6 +43,7 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 		cl.encoded = b
 	}
 	kh := keyHash(key)
+	cl.keyHash, cl.hashed = kh, true
 	ek := entryKey(kh, &cl)
 	ttl := ca.ttlOf(cl.op)
 	st := ca.stats[cl.op]

@@ -233,6 +233,9 @@ type call struct {
 	// cache is the call's cache outcome (CacheMiss, CacheRefresh), for
 	// its attempts; "" when the cache does not keep it.
 	cache string
+	// keyHash is the cache's name of the caller's key, when hashed is set.
+	keyHash [32]byte
+	hashed  bool
 }
 
 // callStats is what the attempts of one call add up to.
@@ -284,7 +287,7 @@ func (c *Client) run(ctx context.Context, cl call, keep *capture, newEnv func() 
 	}
 	sent := c.cache.now()
 	st, err := c.attempts(ctx, cl, keep, newEnv)
-	c.cache.answered(ctx, sent, err)
+	c.cache.answered(ctx, &cl, sent, err)
 	return st, err
 }
 
