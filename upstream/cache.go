@@ -241,6 +241,11 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	for op := range DefaultCacheTTL {
 		ca.stats[op] = new(opStats)
 	}
+	for op := range ca.ttl {
+		if ca.stats[op] == nil {
+			return nil, fmt.Errorf("upstream: the cache keeps no operation %q", op)
+		}
+	}
 	var err error
 	// The entries are bounded by their bytes (evictBytes), not by count.
 	if ca.entries, err = simplelru.NewLRU[[32]byte, *entry](1<<30, ca.onEvict); err != nil {
@@ -424,6 +429,12 @@ func (ca *Cache) written(ctx context.Context, id, org string) {
 	defer ca.mu.Unlock()
 	if len(ca.local)+len(tags) > maxLocalTags {
 		ca.pruneLocal(now)
+		if len(ca.local)+len(tags) > maxLocalTags {
+			// Too many recent writes to remember each: forget them all,
+			// and serve no tagged entry fetched before now.
+			clear(ca.local)
+			ca.unbumped.Store(now.UnixNano())
+		}
 	}
 	for _, t := range tags {
 		ca.clock++
@@ -450,20 +461,24 @@ func (ca *Cache) retryBump(tags []string) {
 	}
 	ca.retry.scheduled = true
 	time.AfterFunc(bumpRetry, func() {
+		// The pending tags are taken out whole: a write that fails while
+		// this bump is on its way adds its own, which this one may not
+		// cover.
 		ca.retry.Lock()
-		pending := slices.Collect(maps.Keys(ca.retry.tags))
+		pending := ca.retry.tags
+		ca.retry.tags = nil
 		ca.retry.Unlock()
-		err := ca.shared.Bump(context.Background(), pending, ca.maxLife())
+		tags := slices.Collect(maps.Keys(pending))
+		err := ca.shared.Bump(context.Background(), tags, ca.maxLife())
 		ca.retry.Lock()
 		ca.retry.scheduled = false
-		if err == nil {
-			for _, t := range pending {
-				delete(ca.retry.tags, t)
-			}
-			ca.log.Info("cache: failed evictions reached the shared cache", "tags", len(pending))
-		}
 		ca.retry.Unlock()
-		ca.retryBump(nil)
+		if err != nil {
+			ca.retryBump(tags)
+			return
+		}
+		ca.log.Info("cache: failed evictions reached the shared cache", "tags", len(tags))
+		ca.retryBump(nil) // what failed meanwhile
 	})
 }
 
@@ -507,10 +522,10 @@ func (ca *Cache) versions(ctx context.Context, tags []string) (string, []uint64,
 }
 
 // admit says whether the key of kh may be served from the cache: the
-// upstream accepted it within KeyRecheck. When it may not, probe is true
-// for the one call at a time that rechecks it (endProbe ends it), and the
-// others wait for that call once, then go on.
-func (ca *Cache) admit(ctx context.Context, kh [32]byte) (fresh, probe bool) {
+// upstream accepted it within KeyRecheck. When it may not, probe is the
+// channel of the one call at a time that rechecks it (endProbe closes it),
+// and the others wait for that call once, then go on.
+func (ca *Cache) admit(ctx context.Context, kh [32]byte) (fresh bool, probe chan struct{}) {
 	for waited := false; ; waited = true {
 		ca.mu.Lock()
 		ks, ok := ca.keys.Get(kh)
@@ -520,22 +535,22 @@ func (ca *Cache) admit(ctx context.Context, kh [32]byte) (fresh, probe bool) {
 		}
 		if !ks.accepted.IsZero() && ca.now().Sub(ks.accepted) < ca.recheck {
 			ca.mu.Unlock()
-			return true, false
+			return true, nil
 		}
 		if ks.probe == nil && !waited {
 			ks.probe = make(chan struct{})
 			ca.mu.Unlock()
-			return false, true
+			return false, ks.probe
 		}
 		ch := ks.probe
 		ca.mu.Unlock()
 		if waited || ch == nil {
-			return false, false
+			return false, nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return false, false
+			return false, nil
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -49,8 +50,12 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 	st := ca.stats[cl.op]
 	rs := CacheStatsFrom(ctx)
 	cl.cache = CacheRefresh
+	// What the answer will depend on, and the versions of it, read before
+	// any call is sent or joined: a write that answered before this read
+	// began has bumped them.
+	v := ca.readVersions(ctx, &cl, kh)
 	var stale *entry
-	probe := false
+	var probe chan struct{}
 	if !refreshFrom(ctx) {
 		cl.cache = CacheMiss
 		var fresh bool
@@ -59,18 +64,21 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 				now := ca.now()
 				if now.Sub(e.fetched) < ttl {
 					st.hits.Add(1)
-					rs.served(e.fetched, now, false)
+					rs.served(e.fetched)
 					c.observeCached(ctx, &cl, CacheHit)
 					return e.env.(*envelope[T]), nil
 				}
 				stale = e
 			}
+		}
+		if fresh && v.err == nil {
 			// Callers of the same key missing the same entry at once share
-			// one call, the first one's.
+			// one call, the first one's: only one sent after the same
+			// writes, so the flight is named by the versions too.
 			own := false
-			ch := ca.flight.DoChan(string(ek[:]), func() (any, error) {
+			ch := ca.flight.DoChan(v.flightKey(ek), func() (any, error) {
 				own = true
-				return fetchAndKeep[T](ctx, c, cl, ek, kh)
+				return fetchAndKeep[T](ctx, c, cl, ek, v)
 			})
 			select {
 			case r := <-ch:
@@ -82,7 +90,7 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 					f := r.Val.(fetched)
 					if !own {
 						st.hits.Add(1)
-						rs.served(f.sent, ca.now(), false)
+						rs.served(f.sent)
 					}
 					return f.env.(*envelope[T]), nil
 				}
@@ -98,9 +106,9 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 	}
 	st.misses.Add(1)
 	rs.missed()
-	f, err := fetchAndKeep[T](ctx, c, cl, ek, kh)
-	if probe {
-		ca.endProbe(kh)
+	f, err := fetchAndKeep[T](ctx, c, cl, ek, v)
+	if probe != nil {
+		ca.endProbe(kh, probe)
 	}
 	if err != nil {
 		return serveStale[T](ctx, c, &cl, stale, err)
@@ -108,14 +116,38 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 	return f.env.(*envelope[T]), nil
 }
 
-// fetchAndKeep sends cl and keeps its answer under ek, unless the versions
-// of what it depends on could not be read before sending (then no later
-// write could be seen to have changed it), or it is too big to be worth
-// keeping.
-func fetchAndKeep[T any](ctx context.Context, c *Client, cl call, ek, kh [32]byte) (fetched, error) {
+// versioned is what an answer depends on (its tags) and their versions when
+// the read began; err is set when they could not be read, and then the
+// answer is not kept, since no later write could be seen to change it.
+type versioned struct {
+	tags  []string
+	epoch string
+	vers  []uint64
+	err   error
+}
+
+// readVersions reads the tags of cl and their versions.
+func (ca *Cache) readVersions(ctx context.Context, cl *call, kh [32]byte) versioned {
+	v := versioned{tags: ca.tags(cl, kh)}
+	v.epoch, v.vers, v.err = ca.versions(ctx, v.tags)
+	return v
+}
+
+// flightKey names the call of ek made after the writes v has seen.
+func (v versioned) flightKey(ek [32]byte) string {
+	b := append(ek[:], v.epoch...)
+	for _, n := range v.vers {
+		b = strconv.AppendUint(append(b, ' '), n, 10)
+	}
+	return string(b)
+}
+
+// fetchAndKeep sends cl and keeps its answer under ek with the versions v
+// read before, unless they could not be read, or the answer is too big to
+// be worth keeping.
+func fetchAndKeep[T any](ctx context.Context, c *Client, cl call, ek [32]byte, v versioned) (fetched, error) {
 	ca := c.cache
-	tags := ca.tags(&cl, kh)
-	epoch, vers, verr := ca.versions(ctx, tags)
+	kh := cl.keyHash
 	keep := &capture{limit: ca.maxEntry}
 	sent := ca.now()
 	env, _, err := fetch[T](ctx, c, cl, keep)
@@ -125,9 +157,9 @@ func fetchAndKeep[T any](ctx context.Context, c *Client, cl call, ek, kh [32]byt
 	if org := orgOf(env); org != "" {
 		ca.learn(kh, org)
 	}
-	if verr == nil && !keep.over {
+	if v.err == nil && !keep.over {
 		e := &entry{op: cl.op, env: env, size: weight(cl.op, len(keep.buf)), fetched: sent,
-			tags: tags, epoch: epoch, vers: vers}
+			tags: v.tags, epoch: v.epoch, vers: v.vers}
 		ca.add(ek, e)
 		if ca.shared != nil {
 			ca.store(ctx, ek, e, keep.buf)
@@ -159,7 +191,7 @@ func serveStale[T any](ctx context.Context, c *Client, cl *call, stale *entry, e
 		return nil, err
 	}
 	ca.stats[cl.op].stale.Add(1)
-	CacheStatsFrom(ctx).served(stale.fetched, now, true)
+	CacheStatsFrom(ctx).servedStale(stale.fetched)
 	c.observeCached(ctx, cl, CacheStale)
 	return stale.env.(*envelope[T]), nil
 }
@@ -242,15 +274,15 @@ func loadShared[T any](ctx context.Context, ca *Cache, ek [32]byte) *entry {
 	return e
 }
 
-// endProbe ends the recheck of the key of kh, whatever its answer (which
-// answered recorded).
-func (ca *Cache) endProbe(kh [32]byte) {
+// endProbe ends the recheck of the key of kh that admit gave probe for,
+// whatever its answer (which answered recorded).
+func (ca *Cache) endProbe(kh [32]byte, probe chan struct{}) {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
-	if ks, ok := ca.keys.Get(kh); ok && ks.probe != nil {
-		close(ks.probe)
+	if ks, ok := ca.keys.Peek(kh); ok && ks.probe == probe {
 		ks.probe = nil
 	}
+	close(probe)
 }
 
 // observeCached tells the observer of a call answered from the cache
@@ -325,15 +357,27 @@ func (s *CacheStats) missed() {
 	}
 }
 
-// served counts data fetched at fetched, served at now from the cache.
-func (s *CacheStats) served(fetched, now time.Time, stale bool) {
+// served counts a hit of data fetched at fetched.
+func (s *CacheStats) served(fetched time.Time) {
 	if s == nil {
 		return
 	}
 	s.hits.Add(1)
-	if stale {
-		s.stale.Store(true)
+	s.oldestAt(fetched)
+}
+
+// servedStale records data fetched at fetched served stale after the
+// refresh, counted as a miss, failed.
+func (s *CacheStats) servedStale(fetched time.Time) {
+	if s == nil {
+		return
 	}
+	s.stale.Store(true)
+	s.oldestAt(fetched)
+}
+
+// oldestAt records data fetched at fetched among what was served.
+func (s *CacheStats) oldestAt(fetched time.Time) {
 	at := fetched.UnixNano()
 	for {
 		old := s.oldest.Load()
@@ -343,8 +387,8 @@ func (s *CacheStats) served(fetched, now time.Time, stale bool) {
 	}
 }
 
-// Hits is how many calls were answered from the cache, stale ones
-// included.
+// Hits is how many calls were answered without a call of their own: from
+// the cache, or from another request's call in flight.
 func (s *CacheStats) Hits() int64 { return s.hits.Load() }
 
 // Misses is how many cacheable calls were sent.

@@ -215,7 +215,7 @@ func TestCacheStaleIfError(t *testing.T) {
 						time.Sleep(ttl / 10)
 						a = ask(t, g, writerKey, q.query, q.vars)
 					}
-					if !a.stale() || len(a.Errors) > 0 || a.hits() == 0 || string(a.Data) != want[g][i] {
+					if !a.stale() || len(a.Errors) > 0 || a.Extensions.Cache.Misses == 0 || string(a.Data) != want[g][i] { // a stale answer counts its refresh as a miss
 						t.Errorf("%s past its TTL: %s, want stale data %s", q.op, a, want[g][i])
 					}
 				}

@@ -239,6 +239,7 @@ const (
 	cachePrefix = "costgw:cache:"
 	tagPrefix   = "costgw:tag:"
 	epochKey    = "costgw:epoch"
+	clockKey    = "costgw:clock"
 )
 
 // Cache is the Redis store of the upstream answer cache
@@ -305,15 +306,12 @@ func (c *Cache) Versions(ctx context.Context, tags []string) (string, []uint64, 
 	if epoch == "" {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
-		// SetArgs with Get returns the epoch another replica set first.
-		prev, err := c.rdb.SetArgs(ctx, epochKey, hex.EncodeToString(b), redis.SetArgs{Mode: "NX", Get: true}).Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-			epoch = hex.EncodeToString(b)
-		case err != nil:
+		// Another replica may set it first: the epoch is the one set.
+		if err := c.rdb.SetNX(ctx, epochKey, hex.EncodeToString(b), 0).Err(); err != nil {
 			return "", nil, c.failed(ctx, err)
-		default:
-			epoch = prev
+		}
+		if epoch, err = c.rdb.Get(ctx, epochKey).Result(); err != nil {
+			return "", nil, c.failed(ctx, err)
 		}
 	}
 	vers := make([]uint64, len(tags))
@@ -329,20 +327,30 @@ func (c *Cache) Versions(ctx context.Context, tags []string) (string, []uint64, 
 	return epoch, vers, nil
 }
 
-// Bump implements upstream.SharedCache: one round trip, each tag
-// incremented and kept for keep.
+// Bump implements upstream.SharedCache, in one round trip: every tag gets
+// the next value of one clock, kept for keep. A version is never given
+// twice, so a tag that expired and is bumped again cannot come back to a
+// version an entry recorded before.
 func (c *Cache) Bump(ctx context.Context, tags []string, keep time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
-	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, t := range tags {
-			p.Incr(ctx, tagPrefix+t)
-			p.PExpire(ctx, tagPrefix+t, keep)
-		}
-		return nil
-	})
-	if err != nil {
+	keys := make([]string, 1+len(tags))
+	keys[0] = clockKey
+	for i, t := range tags {
+		keys[1+i] = tagPrefix + t
+	}
+	if err := bump.Run(ctx, c.rdb, keys, keep.Milliseconds()).Err(); err != nil {
 		return c.failed(ctx, err)
 	}
 	return nil
 }
+
+// bump gives the tags KEYS[2:] the next value of the clock KEYS[1], for
+// ARGV[1] milliseconds.
+var bump = redis.NewScript(`
+local v = redis.call('INCR', KEYS[1])
+for i = 2, #KEYS do
+	redis.call('SET', KEYS[i], v, 'PX', ARGV[1])
+end
+return v
+`)
