@@ -293,12 +293,7 @@ func (c *Cache) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 func (c *Cache) Versions(ctx context.Context, tags []string) (string, []uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
-	keys := make([]string, 1+len(tags))
-	keys[0] = epochKey
-	for i, t := range tags {
-		keys[1+i] = tagPrefix + t
-	}
-	vals, err := c.rdb.MGet(ctx, keys...).Result()
+	vals, err := c.rdb.MGet(ctx, tagKeys(epochKey, tags)...).Result()
 	if err != nil {
 		return "", nil, c.failed(ctx, err)
 	}
@@ -334,15 +329,20 @@ func (c *Cache) Versions(ctx context.Context, tags []string) (string, []uint64, 
 func (c *Cache) Bump(ctx context.Context, tags []string, keep time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
-	keys := make([]string, 1+len(tags))
-	keys[0] = clockKey
-	for i, t := range tags {
-		keys[1+i] = tagPrefix + t
-	}
-	if err := bump.Run(ctx, c.rdb, keys, keep.Milliseconds()).Err(); err != nil {
+	if err := bump.Run(ctx, c.rdb, tagKeys(clockKey, tags), keep.Milliseconds()).Err(); err != nil {
 		return c.failed(ctx, err)
 	}
 	return nil
+}
+
+// tagKeys is first and the Redis keys of tags.
+func tagKeys(first string, tags []string) []string {
+	keys := make([]string, 1+len(tags))
+	keys[0] = first
+	for i, t := range tags {
+		keys[1+i] = tagPrefix + t
+	}
+	return keys
 }
 
 // bump gives the tags KEYS[2:] the next value of the clock KEYS[1], for
