@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -230,7 +231,7 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 		maxEntry: int(min(maxEntryBytes, cfg.MaxBytes/(8*historyFactor))),
 		recheck:  cfg.KeyRecheck,
 		shared:   cfg.Shared,
-		log:      cmpLogger(cfg.Logger),
+		log:      cmp.Or(cfg.Logger, discardLogger),
 		now:      time.Now,
 		local:    map[string]localVersion{},
 		stats:    map[string]*opStats{},
@@ -254,13 +255,6 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	ca.keys, _ = simplelru.NewLRU[[32]byte, *keyState](maxKeys, nil)
 	ca.orgs, _ = simplelru.NewLRU[[32]byte, string](maxKeys, nil)
 	return ca, nil
-}
-
-func cmpLogger(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return discardLogger
-	}
-	return l
 }
 
 // WithCache has the client keep its read answers in ca.

@@ -50,15 +50,11 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 	st := ca.stats[cl.op]
 	rs := CacheStatsFrom(ctx)
 	cl.cache = CacheRefresh
-	// What the answer will depend on, and the versions of it, read before
-	// any call is sent or joined: a write that answered before this read
-	// began has bumped them.
-	v := ca.readVersions(ctx, &cl, kh)
 	var stale *entry
 	var probe chan struct{}
+	fresh := false
 	if !refreshFrom(ctx) {
 		cl.cache = CacheMiss
-		var fresh bool
 		if fresh, probe = ca.admit(ctx, kh); fresh {
 			if e := lookup[T](ctx, ca, ek); e != nil {
 				now := ca.now()
@@ -71,37 +67,41 @@ func cachedCall[T any](ctx context.Context, c *Client, cl call) (*envelope[T], e
 				stale = e
 			}
 		}
-		if fresh && v.err == nil {
-			// Callers of the same key missing the same entry at once share
-			// one call, the first one's: only one sent after the same
-			// writes, so the flight is named by the versions too.
-			own := false
-			ch := ca.flight.DoChan(v.flightKey(ek), func() (any, error) {
-				own = true
-				return fetchAndKeep[T](ctx, c, cl, ek, v)
-			})
-			select {
-			case r := <-ch:
-				if own { // sent, whatever its answer
-					st.misses.Add(1)
-					rs.missed()
-				}
-				if r.Err == nil {
-					f := r.Val.(fetched)
-					if !own {
-						st.hits.Add(1)
-						rs.served(f.sent)
-					}
-					return f.env.(*envelope[T]), nil
-				}
-				if own || ctx.Err() != nil || !errors.Is(r.Err, context.Canceled) && !errors.Is(r.Err, context.DeadlineExceeded) {
-					return serveStale[T](ctx, c, &cl, stale, r.Err)
-				}
-				// The caller whose call this was went away: make our own.
-			case <-ctx.Done():
-				return nil, &Error{Op: cl.op, Code: codeNoResponse, Message: "gave up waiting for the upstream's answer",
-					Err: ctx.Err()}
+	}
+	// What the answer will depend on, and the versions of it, read before
+	// any call is sent or joined: a write that answered before this read
+	// began has bumped them.
+	v := ca.readVersions(ctx, &cl, kh)
+	if fresh && v.err == nil {
+		// Callers of the same key missing the same entry at once share
+		// one call, the first one's: only one sent after the same
+		// writes, so the flight is named by the versions too.
+		own := false
+		ch := ca.flight.DoChan(v.flightKey(ek), func() (any, error) {
+			own = true
+			return fetchAndKeep[T](ctx, c, cl, ek, v)
+		})
+		select {
+		case r := <-ch:
+			if own { // sent, whatever its answer
+				st.misses.Add(1)
+				rs.missed()
 			}
+			if r.Err == nil {
+				f := r.Val.(fetched)
+				if !own {
+					st.hits.Add(1)
+					rs.served(f.sent)
+				}
+				return f.env.(*envelope[T]), nil
+			}
+			if own || ctx.Err() != nil || !errors.Is(r.Err, context.Canceled) && !errors.Is(r.Err, context.DeadlineExceeded) {
+				return serveStale[T](ctx, c, &cl, stale, r.Err)
+			}
+			// The caller whose call this was went away: make our own.
+		case <-ctx.Done():
+			return nil, &Error{Op: cl.op, Code: codeNoResponse, Message: "gave up waiting for the upstream's answer",
+				Err: ctx.Err()}
 		}
 	}
 	st.misses.Add(1)
