@@ -11,21 +11,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { OperationTypeNode, parse, print, separateOperations } from "graphql";
+import { explorerQuery } from "./explorer-query.mjs";
 
 export const url = process.env.COSTGW_URL;
 export const key = process.env.COSTGW_KEY;
 // slowURL is a gateway whose upstream takes 300 ms a call (graph/frontend_test.go).
 export const slowURL = process.env.COSTGW_SLOW_URL;
-
-// explorerQuery is the Explorer query the tests run: October 2026 by
-// service, day by day.
-const explorerQuery = {
-  dateRange: { start: "2026-10-01", end: "2026-10-31" },
-  groupBy: "product_product_name",
-  costType: "line_item_unblended_cost",
-  granularity: "day",
-  filters: [],
-};
 
 // deferredDashboard is the Explorer dashboard with its history deferred, and
 // dashboardVariables its variables: what the clients' @defer tests send to

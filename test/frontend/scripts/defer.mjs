@@ -5,6 +5,7 @@
 //
 // The second argument is the bearer key. Exits non-zero on any difference.
 import { Client, fetchExchange, gql } from "@urql/core";
+import { explorerQuery } from "../runtime/explorer-query.mjs";
 
 const [url, key] = process.argv.slice(2);
 if (!url || !key) {
@@ -26,13 +27,6 @@ const query = gql`
     }
   }
 `;
-const q = {
-  dateRange: { start: "2026-10-01", end: "2026-10-31" },
-  groupBy: "product_product_name",
-  costType: "line_item_unblended_cost",
-  granularity: "day",
-  filters: [],
-};
 
 const client = new Client({
   url,
@@ -43,7 +37,7 @@ const client = new Client({
 const results = [];
 await new Promise((resolve, reject) => {
   const timer = setTimeout(() => reject(new Error("no final result in 20 s")), 20000);
-  client.query(query, { q }, { requestPolicy: "network-only" }).subscribe((r) => {
+  client.query(query, { q: explorerQuery }, { requestPolicy: "network-only" }).subscribe((r) => {
     results.push(r);
     if (r.error) {
       clearTimeout(timer);
