@@ -11,9 +11,7 @@ export const createBudgetMutation = graphql`
         ...BudgetRow_budget
       }
       userErrors {
-        field
-        message
-        code
+        ...UserErrors_userErrors
       }
       idempotencyKey
     }

@@ -8,9 +8,7 @@ export const deleteBudgetMutation = graphql`
       deletedBudgetId @deleteEdge(connections: $connections) @deleteRecord
       success
       userErrors {
-        field
-        message
-        code
+        ...UserErrors_userErrors
       }
     }
   }

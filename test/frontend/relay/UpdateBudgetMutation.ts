@@ -10,9 +10,7 @@ export const updateBudgetMutation = graphql`
         ...BudgetRow_budget
       }
       userErrors {
-        field
-        message
-        code
+        ...UserErrors_userErrors
       }
       idempotencyKey
     }
