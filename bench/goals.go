@@ -247,13 +247,7 @@ func renderGoals(b *strings.Builder, r *report) {
 		if !ok {
 			continue
 		}
-		cell := func(c string) (string, float64) {
-			x, ok := r.find(c, qn, n, lat)
-			if !ok || x.Requests == 0 {
-				return "–", 0
-			}
-			return fmt.Sprintf("%.0f", us(x.CPUPerRequest())), float64(x.CPUPerRequest())
-		}
+		cell := r.cells(qn, n, lat, cpuFigure)
 		gs, gv := cell(nameGateway)
 		ds, dv := cell(nameDirect)
 		fs, fv := cell(nameFloor)
@@ -271,13 +265,7 @@ func renderGoals(b *strings.Builder, r *report) {
 		if !ok {
 			continue
 		}
-		cell := func(c string) (string, float64) {
-			x, ok := r.find(c, qn, n, lat)
-			if !ok {
-				return "–", 0
-			}
-			return fmt.Sprintf("%.0f", x.RPS()), x.RPS()
-		}
+		cell := r.cells(qn, n, lat, rpsFigure)
 		ds, dv := cell(nameDirect)
 		fs, fv := cell(nameFloor)
 		mstr, _ := cell(nameMesh)

@@ -91,6 +91,33 @@ func (r *report) find(contender, q string, conc int, lat time.Duration) (result,
 	return result{}, false
 }
 
+// figure is one figure of a result, and whether the result has it.
+type figure func(result) (float64, bool)
+
+// Figures that a table's cells show: the throughput, and the CPU-µs per
+// request, which a result without a completed request does not have.
+var (
+	rpsFigure figure = func(x result) (float64, bool) { return x.RPS(), true }
+	cpuFigure figure = func(x result) (float64, bool) { return us(x.CPUPerRequest()), x.Requests > 0 }
+)
+
+// cells returns the cell of a table's row at query qn, n clients and
+// latency lat for each contender: its figure f, rounded, and the figure
+// itself for a ratio; "–" and 0 where the run has none.
+func (r *report) cells(qn string, n int, lat time.Duration, f figure) func(contender string) (string, float64) {
+	return func(c string) (string, float64) {
+		x, ok := r.find(c, qn, n, lat)
+		if !ok {
+			return "–", 0
+		}
+		v, ok := f(x)
+		if !ok {
+			return "–", 0
+		}
+		return fmt.Sprintf("%.0f", v), v
+	}
+}
+
 func (r *report) calls(contender, q string) (map[string]int, bool) {
 	for _, c := range r.Calls {
 		if c.Contender == contender && c.Query == q {
@@ -530,12 +557,11 @@ func renderThroughput(b *strings.Builder, r *report, lat time.Duration) {
 			if !ok {
 				continue
 			}
-			other := func(c string) (rps, cpu string) {
-				x, ok := r.find(c, qn, n, lat)
-				if !ok {
-					return "–", "–"
-				}
-				return ratio(g.RPS(), x.RPS()), ratio(float64(g.CPUPerRequest()), float64(x.CPUPerRequest()))
+			rps, cpu := r.cells(qn, n, lat, rpsFigure), r.cells(qn, n, lat, cpuFigure)
+			other := func(c string) (string, string) {
+				_, xr := rps(c)
+				_, xc := cpu(c)
+				return ratio(g.RPS(), xr), ratio(us(g.CPUPerRequest()), xc)
 			}
 			dr, dc := other(nameDirect)
 			fr, fc := other(nameFloor)
