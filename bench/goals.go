@@ -206,7 +206,7 @@ func renderGoalTable(b *strings.Builder, rows []goalRow) {
 // renderGoals writes the goal tables: issue 13's with the per-query CPU and
 // throughput behind them, then the first round's.
 func renderGoals(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	n := r.refClients()
 	lat := r.Latencies[0]
 	p("## Goals of issue 13: what one request costs\n\n")

@@ -112,13 +112,22 @@ func (r runInfo) span() string {
 		r.Finished.Sub(r.Started).Round(time.Second))
 }
 
-// writeHead writes what a section of a run of its own opens with: what a
-// smoke run did (smoke), if this was one, then the command.
-func (r runInfo) writeHead(b *strings.Builder, smoke string) {
+// openSection opens the section of a run of its own: its heading (title),
+// what a smoke run did (smoke), if this was one, then the command. It
+// returns the printer of the section's text.
+func (r runInfo) openSection(b *strings.Builder, title, smoke string) func(format string, a ...any) {
+	p := printer(b)
+	p("## %s\n\n", title)
 	if r.Smoke {
-		fmt.Fprintf(b, "**Smoke run**: %s; the figures check that the harness works.\n\n", smoke)
+		p("**Smoke run**: %s; the figures check that the harness works.\n\n", smoke)
 	}
-	fmt.Fprintf(b, "```sh\n%s\n```\n\n", r.Command)
+	p("```sh\n%s\n```\n\n", r.Command)
+	return p
+}
+
+// printer is fmt.Fprintf to b, as the report's text is written.
+func printer(b *strings.Builder) func(format string, a ...any) {
+	return func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 }
 
 // report is everything a run measured.

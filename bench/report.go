@@ -161,7 +161,7 @@ func metMark(ok bool) string {
 // renderReport writes the report as Markdown.
 func renderReport(r *report) string {
 	var b strings.Builder
-	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p := printer(&b)
 	if len(r.Latencies) == 0 {
 		// A section alone (-hostile or -overhead without an earlier run).
 		var ran []string
@@ -427,7 +427,7 @@ func cpBound(tiers int, lat time.Duration) time.Duration {
 }
 
 func renderQueries(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## The queries\n\n")
 	p("Defined in `bench/queries.go`; the minimum calls and tiers are worked out by hand there and asserted by\n")
 	p("`TestQueriesMakeTheMinimumCalls` and `TestQueriesTakeTheMinimumTiers` in `bench/queries_test.go`.\n\n")
@@ -448,7 +448,7 @@ func renderQueries(b *strings.Builder, r *report) {
 }
 
 func renderCalls(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Upstream calls per query\n\n")
 	p("Counted from the simulator's access log while each contender served the query once. Goal: the gateway's\n")
 	p("calls ÷ the minimum = 1.00.\n\n")
@@ -482,7 +482,7 @@ func renderCalls(b *strings.Builder, r *report) {
 }
 
 func renderCriticalPath(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Critical-path latency\n\n")
 	p("One client, requests back to back; p50 of each contender. The critical path is tiers × the latency the\n")
 	p("simulator adds to each call; the goal bound is 1.05 × that + 2 ms. `direct` shows what the work itself\n")
@@ -522,7 +522,7 @@ func renderCriticalPath(b *strings.Builder, r *report) {
 }
 
 func renderThroughput(b *strings.Builder, r *report, lat time.Duration) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Throughput and tail latency\n\n")
 	p("Simulator latency %v per call. req/CPU-s divides the requests by the CPU time of the contender's own\n", lat)
 	p("processes (the gateway's; the bench process for direct, which is the client itself; the floor's; Hive\n")
@@ -577,7 +577,7 @@ func renderThroughput(b *strings.Builder, r *report, lat time.Duration) {
 }
 
 func renderMemory(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	lat := r.Latencies[0]
 	maxConc := slices.Max(r.Concurrency)
 	p("## Memory\n\n")
@@ -636,7 +636,7 @@ func renderBaseline(b *strings.Builder, r *report) {
 	if !r.has(nameBaseline) {
 		return
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Before and after\n\n")
 	p("`baseline` is the gateway built from `%s` (`-baseline`), run in the same run on the same simulator as\n", r.Baseline)
 	p("`gateway`, the current code. Before → after:\n\n")
