@@ -47,6 +47,25 @@ func pageInfoOf(p upstream.Pagination) pageInfo {
 	return pageInfo{HasNextPage: p.HasMore, EndCursor: p.NextCursor}
 }
 
+// connection is a list field of the gateway's answer: the nodes and the
+// page's pageInfo, under field.
+func connection[N any](field string, nodes []N, p upstream.Pagination) map[string]any {
+	return map[string]any{field: map[string]any{"nodes": nodes, "pageInfo": pageInfoOf(p)}}
+}
+
+// listAnswer answers a list that one call fetched (pg, err): its records,
+// each as node makes it, under field.
+func listAnswer[T, N any](field string, pg *upstream.Page[T], err error, node func(*T) N) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]N, len(pg.Data))
+	for i := range pg.Data {
+		nodes[i] = node(&pg.Data[i])
+	}
+	return connection(field, nodes, pg.Pagination), nil
+}
+
 type listBudget struct {
 	ID              string        `json:"id"`
 	Name            string        `json:"name"`
@@ -66,11 +85,7 @@ type listBudget struct {
 
 func directBudgetList(ctx context.Context, c *upstream.Client, _ fixture) (any, error) {
 	pg, err := c.Budgets.List(ctx, &upstream.ListOptions{Limit: 20})
-	if err != nil {
-		return nil, err
-	}
-	nodes := make([]listBudget, len(pg.Data))
-	for i, b := range pg.Data {
+	return listAnswer("budgets", pg, err, func(b *upstream.Budget) listBudget {
 		n := listBudget{ID: b.ID, Name: b.Name, Status: b.Status, Period: b.Period, StartDate: b.StartDate,
 			EndDate: b.EndDate, NumberOfPeriods: b.NumberOfPeriods}
 		if b.ExplorerReport != nil {
@@ -84,9 +99,8 @@ func directBudgetList(ctx context.Context, c *upstream.Client, _ fixture) (any, 
 				LastName  string `json:"lastName"`
 			}{b.Creator.FirstName, b.Creator.LastName}
 		}
-		nodes[i] = n
-	}
-	return map[string]any{"budgets": map[string]any{"nodes": nodes, "pageInfo": pageInfoOf(pg.Pagination)}}, nil
+		return n
+	})
 }
 
 type periodAmount struct {
@@ -202,7 +216,7 @@ func directOverview(ctx context.Context, c *upstream.Client, _ fixture) (any, er
 		// The list record carries the planning rows; the detail only the metrics.
 		nodes[i] = budgetAnswer(&pg.Data[i], &details[i].Metrics, actuals[i], false)
 	}
-	return map[string]any{"budgets": map[string]any{"nodes": nodes, "pageInfo": pageInfoOf(pg.Pagination)}}, nil
+	return connection("budgets", nodes, pg.Pagination), nil
 }
 
 type historyRow struct {
@@ -273,15 +287,10 @@ type recommendationOut struct {
 
 func directRecommendations(ctx context.Context, c *upstream.Client, _ fixture) (any, error) {
 	pg, err := c.Recommendations.List(ctx, &upstream.ListOptions{Limit: 50})
-	if err != nil {
-		return nil, err
-	}
-	nodes := make([]recommendationOut, len(pg.Data))
-	for i, r := range pg.Data {
-		nodes[i] = recommendationOut{r.RecommendationID, r.RecommendationName, r.EstimatedMonthlySavings,
+	return listAnswer("recommendations", pg, err, func(r *upstream.Recommendation) recommendationOut {
+		return recommendationOut{r.RecommendationID, r.RecommendationName, r.EstimatedMonthlySavings,
 			r.ImplementationEffort, r.Category, r.ActionType, r.AccountName, r.Region, r.ResourceID}
-	}
-	return map[string]any{"recommendations": map[string]any{"nodes": nodes, "pageInfo": pageInfoOf(pg.Pagination)}}, nil
+	})
 }
 
 type anomalyOut struct {
@@ -302,13 +311,8 @@ type anomalyOut struct {
 
 func directAnomalies(ctx context.Context, c *upstream.Client, _ fixture) (any, error) {
 	pg, err := c.Anomalies.List(ctx, &upstream.ListOptions{Limit: 50})
-	if err != nil {
-		return nil, err
-	}
-	nodes := make([]anomalyOut, len(pg.Data))
-	for i, a := range pg.Data {
-		nodes[i] = anomalyOut{a.AnomalyID, a.Service, a.StartDate, a.EndDate, a.ScoreCurrent, a.ScoreMax, a.ImpactMax,
+	return listAnswer("anomalies", pg, err, func(a *upstream.Anomaly) anomalyOut {
+		return anomalyOut{a.AnomalyID, a.Service, a.StartDate, a.EndDate, a.ScoreCurrent, a.ScoreMax, a.ImpactMax,
 			a.ImpactTotal, a.ImpactPct, a.ImpactActualSpend, a.ImpactExpectedSpend, a.DimensionValue, a.DetectionSource}
-	}
-	return map[string]any{"anomalies": map[string]any{"nodes": nodes, "pageInfo": pageInfoOf(pg.Pagination)}}, nil
+	})
 }

@@ -476,7 +476,7 @@ func renderFairShare(b *strings.Builder, r *fairReport) {
 	if r == nil {
 		return
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("### Each tenant's fair share, on cores the load does not share (issue 34)\n\n")
 	p("Run %s – %s. ", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.UTC().Format("15:04 MST"))
 	if r.Pinned {

@@ -206,7 +206,7 @@ func renderGoalTable(b *strings.Builder, rows []goalRow) {
 // renderGoals writes the goal tables: issue 13's with the per-query CPU and
 // throughput behind them, then the first round's.
 func renderGoals(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	n := r.refClients()
 	lat := r.Latencies[0]
 	p("## Goals of issue 13: what one request costs\n\n")
@@ -247,13 +247,7 @@ func renderGoals(b *strings.Builder, r *report) {
 		if !ok {
 			continue
 		}
-		cell := func(c string) (string, float64) {
-			x, ok := r.find(c, qn, n, lat)
-			if !ok || x.Requests == 0 {
-				return "–", 0
-			}
-			return fmt.Sprintf("%.0f", us(x.CPUPerRequest())), float64(x.CPUPerRequest())
-		}
+		cell := r.cells(qn, n, lat, cpuFigure)
 		gs, gv := cell(nameGateway)
 		ds, dv := cell(nameDirect)
 		fs, fv := cell(nameFloor)
@@ -271,13 +265,7 @@ func renderGoals(b *strings.Builder, r *report) {
 		if !ok {
 			continue
 		}
-		cell := func(c string) (string, float64) {
-			x, ok := r.find(c, qn, n, lat)
-			if !ok {
-				return "–", 0
-			}
-			return fmt.Sprintf("%.0f", x.RPS()), x.RPS()
-		}
+		cell := r.cells(qn, n, lat, rpsFigure)
 		ds, dv := cell(nameDirect)
 		fs, fv := cell(nameFloor)
 		mstr, _ := cell(nameMesh)

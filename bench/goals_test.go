@@ -3,32 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/costgw/gateway/upstream/sim"
 )
 
 // The floor serves every query with the direct client's answer, and makes
 // the minimum calls as the direct client does.
 func TestFloorServesEveryQuery(t *testing.T) {
-	s := sim.New(sim.Options{})
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
+	s, simURL, fx := seededSim(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	fx, err := seed(ctx, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	done := make(chan error, 1)
-	go func() { done <- serveFloor(ctx, addr, srv.URL, fx) }()
+	go func() { done <- serveFloor(ctx, addr, simURL, fx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -12,10 +12,8 @@ func renderHostile(b *strings.Builder, r *hostileReport) {
 	if r == nil {
 		return
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	perLegit := r.quietCPU()
-	p("## Hostile traffic (issue 14)\n\n")
-	r.writeHead(b, "a fraction of a second per phase")
+	p := r.openSection(b, "Hostile traffic (issue 14)", "a fraction of a second per phase")
 	p("%s. %d attackers send every hostile shape of issue 14 and random documents, each shape\n", r.span(), r.Attackers)
 	p("with the key of organization one (`%s`) and without any key where the shape allows both, back to back,\n", attackKey)
 	p("each request with a client timeout of %v; meanwhile %d legitimate clients send the %s query back to back with\n",

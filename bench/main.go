@@ -112,13 +112,22 @@ func (r runInfo) span() string {
 		r.Finished.Sub(r.Started).Round(time.Second))
 }
 
-// writeHead writes what a section of a run of its own opens with: what a
-// smoke run did (smoke), if this was one, then the command.
-func (r runInfo) writeHead(b *strings.Builder, smoke string) {
+// openSection opens the section of a run of its own: its heading (title),
+// what a smoke run did (smoke), if this was one, then the command. It
+// returns the printer of the section's text.
+func (r runInfo) openSection(b *strings.Builder, title, smoke string) func(format string, a ...any) {
+	p := printer(b)
+	p("## %s\n\n", title)
 	if r.Smoke {
-		fmt.Fprintf(b, "**Smoke run**: %s; the figures check that the harness works.\n\n", smoke)
+		p("**Smoke run**: %s; the figures check that the harness works.\n\n", smoke)
 	}
-	fmt.Fprintf(b, "```sh\n%s\n```\n\n", r.Command)
+	p("```sh\n%s\n```\n\n", r.Command)
+	return p
+}
+
+// printer is fmt.Fprintf to b, as the report's text is written.
+func printer(b *strings.Builder) func(format string, a ...any) {
+	return func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 }
 
 // report is everything a run measured.
@@ -174,13 +183,13 @@ func run(ctx context.Context, cfg config) error {
 		return runProfile(ctx, cfg)
 	}
 	if cfg.hostileOnly {
-		return runHostileOnly(ctx, cfg)
+		return runSectionOnly(ctx, cfg, hostileSection)
 	}
 	if cfg.overheadOnly {
-		return runOverheadOnly(ctx, cfg)
+		return runSectionOnly(ctx, cfg, overheadSection)
 	}
 	if cfg.manyUsersOnly {
-		return runManyUsersOnly(ctx, cfg)
+		return runSectionOnly(ctx, cfg, manyUsersSection)
 	}
 	if cfg.render != "" {
 		b, err := os.ReadFile(cfg.render)
@@ -260,28 +269,8 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 
-	if cfg.withOverhead && ctx.Err() == nil {
-		logf("telemetry overhead: the gateway with its telemetry off and on, %d clients", cfg.overheadClients)
-		o, err := runOverhead(ctx, cfg, b)
-		if err != nil {
-			failures = append(failures, "telemetry overhead: "+err.Error())
-		}
-		if o != nil {
-			failures = append(failures, overheadProblems(o)...)
-		}
-		rep.Overhead = o
-	}
-	if cfg.withManyUsers && ctx.Err() == nil {
-		logf("many users: %d clients with one key, the gateway with its cache off and on", cfg.manyUsersClients)
-		m, err := runManyUsers(ctx, cfg, b)
-		if err != nil {
-			failures = append(failures, "many users: "+err.Error())
-		}
-		if m != nil {
-			failures = append(failures, manyUsersProblems(m)...)
-		}
-		rep.ManyUsers = m
-	}
+	failures = append(failures, alsoRun(ctx, cfg, b, rep, cfg.withOverhead, "telemetry overhead", overheadSection)...)
+	failures = append(failures, alsoRun(ctx, cfg, b, rep, cfg.withManyUsers, "many users", manyUsersSection)...)
 	if cfg.allocs {
 		logf("in-process allocation benchmarks (go test -bench BenchmarkQuery -benchmem ./bench)")
 		allocs, err := runAllocBenchmarks(ctx, cfg)
@@ -290,17 +279,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 		rep.Allocs = allocs
 	}
-	if cfg.withHostile && ctx.Err() == nil {
-		logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
-		h, err := runHostile(ctx, cfg, b)
-		if err != nil {
-			failures = append(failures, "hostile traffic: "+err.Error())
-		}
-		if h != nil {
-			failures = append(failures, hostileProblems(h)...)
-		}
-		rep.Hostile = h
-	}
+	failures = append(failures, alsoRun(ctx, cfg, b, rep, cfg.withHostile, "hostile traffic", hostileSection)...)
 	rep.Finished = time.Now()
 	rep.Goals = goals13(rep)
 
@@ -313,43 +292,51 @@ func run(ctx context.Context, cfg config) error {
 	return nil
 }
 
-// runHostileOnly runs the hostile-traffic benchmark alone (runSectionOnly).
-func runHostileOnly(ctx context.Context, cfg config) error {
-	return runSectionOnly(ctx, cfg, func(b binaries, rep *report) ([]string, error) {
-		logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
-		h, err := runHostile(ctx, cfg, b)
-		if err != nil {
-			return nil, err
-		}
-		rep.Hostile = h
-		return hostileProblems(h), nil
-	})
+// sectionRun runs one of the benchmarks with a section of their own in the
+// report, after the throughput runs or alone: it logs what it starts, puts
+// what it measured in rep, even when it fails part way, and returns the
+// problems of that and the error of the run.
+type sectionRun func(ctx context.Context, cfg config, b binaries, rep *report) ([]string, error)
+
+func hostileSection(ctx context.Context, cfg config, b binaries, rep *report) ([]string, error) {
+	logf("hostile traffic: %d attackers, %d legitimate clients", cfg.attackers, cfg.legitClients)
+	h, err := runHostile(ctx, cfg, b)
+	return keepSection(&rep.Hostile, h, err, hostileProblems)
 }
 
-// runOverheadOnly runs the telemetry-overhead benchmark alone (runSectionOnly).
-func runOverheadOnly(ctx context.Context, cfg config) error {
-	return runSectionOnly(ctx, cfg, func(b binaries, rep *report) ([]string, error) {
-		logf("telemetry overhead: the gateway with its telemetry off and on, %d clients", cfg.overheadClients)
-		o, err := runOverhead(ctx, cfg, b)
-		if err != nil {
-			return nil, err
-		}
-		rep.Overhead = o
-		return overheadProblems(o), nil
-	})
+func overheadSection(ctx context.Context, cfg config, b binaries, rep *report) ([]string, error) {
+	logf("telemetry overhead: the gateway with its telemetry off and on, %d clients", cfg.overheadClients)
+	o, err := runOverhead(ctx, cfg, b)
+	return keepSection(&rep.Overhead, o, err, overheadProblems)
 }
 
-// runManyUsersOnly runs the many-users benchmark alone (runSectionOnly).
-func runManyUsersOnly(ctx context.Context, cfg config) error {
-	return runSectionOnly(ctx, cfg, func(b binaries, rep *report) ([]string, error) {
-		logf("many users: %d clients with one key, the gateway with its cache off and on", cfg.manyUsersClients)
-		m, err := runManyUsers(ctx, cfg, b)
-		if err != nil {
-			return nil, err
-		}
-		rep.ManyUsers = m
-		return manyUsersProblems(m), nil
-	})
+func manyUsersSection(ctx context.Context, cfg config, b binaries, rep *report) ([]string, error) {
+	logf("many users: %d clients with one key, the gateway with its cache off and on", cfg.manyUsersClients)
+	m, err := runManyUsers(ctx, cfg, b)
+	return keepSection(&rep.ManyUsers, m, err, manyUsersProblems)
+}
+
+// keepSection puts a section's report x in its place in the report, and
+// returns its problems (none without a report) and err.
+func keepSection[T any](place **T, x *T, err error, problems func(*T) []string) ([]string, error) {
+	*place = x
+	if x == nil {
+		return nil, err
+	}
+	return problems(x), err
+}
+
+// alsoRun runs a section after the throughput runs, if on and ctx is not
+// done: its error is one more problem, named, before the report's own.
+func alsoRun(ctx context.Context, cfg config, b binaries, rep *report, on bool, name string, run sectionRun) []string {
+	if !on || ctx.Err() != nil {
+		return nil
+	}
+	problems, err := run(ctx, cfg, b, rep)
+	if err != nil {
+		problems = append([]string{name + ": " + err.Error()}, problems...)
+	}
+	return problems
 }
 
 // runSectionOnly builds the gateway and cmd/costsim and runs one section of
@@ -358,7 +345,7 @@ func runManyUsersOnly(ctx context.Context, cfg config) error {
 // cfg.jsonOut, whose other sections are kept; without one, the report has
 // that section only. A smoke run writes a temporary file and keeps the
 // report as it is.
-func runSectionOnly(ctx context.Context, cfg config, run func(b binaries, rep *report) ([]string, error)) error {
+func runSectionOnly(ctx context.Context, cfg config, run sectionRun) error {
 	dir, err := os.MkdirTemp("", "costgw-bench-")
 	if err != nil {
 		return err
@@ -389,7 +376,7 @@ func runSectionOnly(ctx context.Context, cfg config, run func(b binaries, rep *r
 	if !earlier {
 		rep.Machine = describeMachine(b)
 	}
-	problems, err := run(b, rep)
+	problems, err := run(ctx, cfg, b, rep)
 	if err != nil {
 		return err
 	}

@@ -496,9 +496,7 @@ func renderManyUsers(b *strings.Builder, r *manyUsersReport) {
 	if r == nil {
 		return
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## Many users (issue 36)\n\n")
-	r.writeHead(b, "a moment per gateway with a few clients")
+	p := r.openSection(b, "Many users (issue 36)", "a moment per gateway with a few clients")
 	p("%s; load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n", r.span(), r.LoadAvgStart, r.LoadAvgEnd)
 	p("%d clients, all with one API key (`%s`, organization one), each load in turn the %s (a page load\n",
 		r.Clients, r.Key, strings.Join(r.Pages, " and the "))

@@ -11,9 +11,7 @@ func renderOverhead(b *strings.Builder, r *overheadReport) {
 	if r == nil {
 		return
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## Telemetry overhead (issue 11)\n\n")
-	r.writeHead(b, "a fraction of a second per configuration")
+	p := r.openSection(b, "Telemetry overhead (issue 11)", "a fraction of a second per configuration")
 	p("%s; load average (1, 5 and 15 minutes) %s at the start, %s at the end.\n", r.span(), r.LoadAvgStart, r.LoadAvgEnd)
 	p("The gateway in %d configurations, each a process of its own on one simulator (no added latency), all started\n", len(r.Configs))
 	p("before the first is measured, and measured as the throughput runs are: %d clients, %v per configuration and\n", r.Clients, r.Duration)

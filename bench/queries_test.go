@@ -31,7 +31,9 @@ type testEnv struct {
 	bodies  map[string][]byte
 }
 
-func newTestEnv(tb testing.TB) *testEnv {
+// seededSim is an in-process simulator behind httptest, seeded as the
+// bench seeds it: the simulator, its URL and the fixture of the seeding.
+func seededSim(tb testing.TB) (*sim.Server, string, fixture) {
 	tb.Helper()
 	s := sim.New(sim.Options{})
 	srv := httptest.NewServer(s)
@@ -40,7 +42,13 @@ func newTestEnv(tb testing.TB) *testEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e := gatewayOn(tb, s, srv.URL)
+	return s, srv.URL, fx
+}
+
+func newTestEnv(tb testing.TB) *testEnv {
+	tb.Helper()
+	s, url, fx := seededSim(tb)
+	e := gatewayOn(tb, s, url)
 	e.fx = fx
 	for _, q := range queries {
 		b, err := json.Marshal(map[string]any{"query": q.Gateway, "operationName": q.Name, "variables": q.Vars(fx)})

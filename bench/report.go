@@ -91,6 +91,33 @@ func (r *report) find(contender, q string, conc int, lat time.Duration) (result,
 	return result{}, false
 }
 
+// figure is one figure of a result, and whether the result has it.
+type figure func(result) (float64, bool)
+
+// Figures that a table's cells show: the throughput, and the CPU-µs per
+// request, which a result without a completed request does not have.
+var (
+	rpsFigure figure = func(x result) (float64, bool) { return x.RPS(), true }
+	cpuFigure figure = func(x result) (float64, bool) { return us(x.CPUPerRequest()), x.Requests > 0 }
+)
+
+// cells returns the cell of a table's row at query qn, n clients and
+// latency lat for each contender: its figure f, rounded, and the figure
+// itself for a ratio; "–" and 0 where the run has none.
+func (r *report) cells(qn string, n int, lat time.Duration, f figure) func(contender string) (string, float64) {
+	return func(c string) (string, float64) {
+		x, ok := r.find(c, qn, n, lat)
+		if !ok {
+			return "–", 0
+		}
+		v, ok := f(x)
+		if !ok {
+			return "–", 0
+		}
+		return fmt.Sprintf("%.0f", v), v
+	}
+}
+
 func (r *report) calls(contender, q string) (map[string]int, bool) {
 	for _, c := range r.Calls {
 		if c.Contender == contender && c.Query == q {
@@ -134,7 +161,7 @@ func metMark(ok bool) string {
 // renderReport writes the report as Markdown.
 func renderReport(r *report) string {
 	var b strings.Builder
-	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p := printer(&b)
 	if len(r.Latencies) == 0 {
 		// A section alone (-hostile or -overhead without an earlier run).
 		var ran []string
@@ -400,7 +427,7 @@ func cpBound(tiers int, lat time.Duration) time.Duration {
 }
 
 func renderQueries(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## The queries\n\n")
 	p("Defined in `bench/queries.go`; the minimum calls and tiers are worked out by hand there and asserted by\n")
 	p("`TestQueriesMakeTheMinimumCalls` and `TestQueriesTakeTheMinimumTiers` in `bench/queries_test.go`.\n\n")
@@ -421,7 +448,7 @@ func renderQueries(b *strings.Builder, r *report) {
 }
 
 func renderCalls(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Upstream calls per query\n\n")
 	p("Counted from the simulator's access log while each contender served the query once. Goal: the gateway's\n")
 	p("calls ÷ the minimum = 1.00.\n\n")
@@ -455,7 +482,7 @@ func renderCalls(b *strings.Builder, r *report) {
 }
 
 func renderCriticalPath(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Critical-path latency\n\n")
 	p("One client, requests back to back; p50 of each contender. The critical path is tiers × the latency the\n")
 	p("simulator adds to each call; the goal bound is 1.05 × that + 2 ms. `direct` shows what the work itself\n")
@@ -495,7 +522,7 @@ func renderCriticalPath(b *strings.Builder, r *report) {
 }
 
 func renderThroughput(b *strings.Builder, r *report, lat time.Duration) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Throughput and tail latency\n\n")
 	p("Simulator latency %v per call. req/CPU-s divides the requests by the CPU time of the contender's own\n", lat)
 	p("processes (the gateway's; the bench process for direct, which is the client itself; the floor's; Hive\n")
@@ -530,12 +557,11 @@ func renderThroughput(b *strings.Builder, r *report, lat time.Duration) {
 			if !ok {
 				continue
 			}
-			other := func(c string) (rps, cpu string) {
-				x, ok := r.find(c, qn, n, lat)
-				if !ok {
-					return "–", "–"
-				}
-				return ratio(g.RPS(), x.RPS()), ratio(float64(g.CPUPerRequest()), float64(x.CPUPerRequest()))
+			rps, cpu := r.cells(qn, n, lat, rpsFigure), r.cells(qn, n, lat, cpuFigure)
+			other := func(c string) (string, string) {
+				_, xr := rps(c)
+				_, xc := cpu(c)
+				return ratio(g.RPS(), xr), ratio(us(g.CPUPerRequest()), xc)
 			}
 			dr, dc := other(nameDirect)
 			fr, fc := other(nameFloor)
@@ -551,7 +577,7 @@ func renderThroughput(b *strings.Builder, r *report, lat time.Duration) {
 }
 
 func renderMemory(b *strings.Builder, r *report) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	lat := r.Latencies[0]
 	maxConc := slices.Max(r.Concurrency)
 	p("## Memory\n\n")
@@ -610,7 +636,7 @@ func renderBaseline(b *strings.Builder, r *report) {
 	if !r.has(nameBaseline) {
 		return
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p := printer(b)
 	p("## Before and after\n\n")
 	p("`baseline` is the gateway built from `%s` (`-baseline`), run in the same run on the same simulator as\n", r.Baseline)
 	p("`gateway`, the current code. Before → after:\n\n")
