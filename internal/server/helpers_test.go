@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/costgw/gateway/internal/telemetry"
+	"github.com/costgw/gateway/internal/testhttp"
 	"github.com/costgw/gateway/internal/testlog"
 	"github.com/costgw/gateway/upstream/sim"
 )
@@ -156,9 +157,7 @@ func graphQLRequest(baseURL, key string, body any, header ...string) *http.Reque
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
+	testhttp.SetHeader(req.Header, header...)
 	return req
 }
 
