@@ -142,46 +142,40 @@ type horizontalPodAutoscaler struct {
 	} `yaml:"spec"`
 }
 
+// object is what readCluster reads of every object: its kind and name, and
+// a ConfigMap's data, a Secret's stringData, a PodDisruptionBudget's
+// spec.selector or a NetworkPolicy's spec.podSelector.
+type object struct {
+	Kind       string            `yaml:"kind"`
+	Metadata   objectMeta        `yaml:"metadata"`
+	Data       map[string]string `yaml:"data"`
+	StringData map[string]string `yaml:"stringData"`
+	Spec       struct {
+		Selector    labelSelector `yaml:"selector"`
+		PodSelector labelSelector `yaml:"podSelector"`
+	} `yaml:"spec"`
+}
+
 func readCluster(t *testing.T) cluster {
 	t.Helper()
 	c := cluster{configMaps: map[string]map[string]string{}, secrets: map[string]map[string]string{}, selectors: map[string]labelSelector{}}
 	deployments := 0
 	for _, f := range manifestFiles(t) {
-		tm := decodeYAML[typeMeta](t, f)
-		switch tm.Kind {
+		o := decodeYAML[object](t, f)
+		switch o.Kind {
 		case "Deployment":
 			c.deployment = decodeYAML[deployment](t, f)
 			deployments++
 		case "ConfigMap":
-			cm := decodeYAML[struct {
-				Metadata objectMeta        `yaml:"metadata"`
-				Data     map[string]string `yaml:"data"`
-			}](t, f)
-			c.configMaps[cm.Metadata.Name] = cm.Data
+			c.configMaps[o.Metadata.Name] = o.Data
 		case "Secret":
-			s := decodeYAML[struct {
-				Metadata   objectMeta        `yaml:"metadata"`
-				StringData map[string]string `yaml:"stringData"`
-			}](t, f)
-			c.secrets[s.Metadata.Name] = s.StringData
+			c.secrets[o.Metadata.Name] = o.StringData
 		case "Service":
 			c.services = append(c.services, decodeYAML[service](t, f))
 		case "PodDisruptionBudget":
-			pdb := decodeYAML[struct {
-				Metadata objectMeta `yaml:"metadata"`
-				Spec     struct {
-					Selector labelSelector `yaml:"selector"`
-				} `yaml:"spec"`
-			}](t, f)
-			c.selectors["PodDisruptionBudget "+pdb.Metadata.Name] = pdb.Spec.Selector
+			c.selectors["PodDisruptionBudget "+o.Metadata.Name] = o.Spec.Selector
 		case "NetworkPolicy":
-			np := decodeYAML[struct {
-				Metadata objectMeta `yaml:"metadata"`
-				Spec     struct {
-					PodSelector labelSelector `yaml:"podSelector"`
-				} `yaml:"spec"`
-			}](t, f)
-			c.selectors["NetworkPolicy "+np.Metadata.Name] = np.Spec.PodSelector
+			c.selectors["NetworkPolicy "+o.Metadata.Name] = o.Spec.PodSelector
 		case "HorizontalPodAutoscaler":
 			c.hpa = decodeYAML[horizontalPodAutoscaler](t, f)
 		case "Kustomization":
@@ -189,7 +183,7 @@ func readCluster(t *testing.T) cluster {
 				Resources []string `yaml:"resources"`
 			}](t, f)
 		default:
-			t.Errorf("%s: kind %s, which these tests do not know", f, tm.Kind)
+			t.Errorf("%s: kind %s, which these tests do not know", f, o.Kind)
 		}
 	}
 	if deployments != 1 || len(c.deployment.Spec.Template.Spec.Containers) != 1 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/costgw/gateway/internal/testhttp"
 	"github.com/costgw/gateway/internal/testlog"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,16 +51,9 @@ func TestRun(t *testing.T) {
 		}
 	}
 
-	req, _ := http.NewRequest(http.MethodGet, base+"/v1/budgets?limit=2", nil)
-	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"pagination"`)) {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	status, _, body := testhttp.Get(t, base+"/v1/budgets?limit=2", "Authorization", "Bearer "+sim.DemoKey)
+	if status != http.StatusOK || !strings.Contains(body, `"pagination"`) {
+		t.Fatalf("status %d: %s", status, body)
 	}
 	// The access log line names the operation and status, never the key.
 	var line string

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -79,16 +78,7 @@ func (a cacheAnswer) fromUpstream() bool {
 // pairs.
 func ask(t *testing.T, g *gateway, key, query string, vars map[string]any, header ...string) cacheAnswer {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, err := http.NewRequest(http.MethodPost, g.url+"/graphql", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
+	req := graphQLRequest(g.url, key, map[string]any{"query": query, "variables": vars}, header...)
 	client := &http.Client{Timeout: cacheRequestTimeout + time.Second}
 	start := time.Now()
 	resp, err := client.Do(req)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/costgw/gateway/internal/telemetry"
+	"github.com/costgw/gateway/internal/testhttp"
 	"github.com/costgw/gateway/internal/testlog"
 	"github.com/costgw/gateway/upstream/sim"
 )
@@ -140,20 +141,31 @@ func (r gqlResponse) code() string {
 	return c
 }
 
-// postGraphQL sends query to the gateway with key (none if empty) and returns
-// the HTTP status and the decoded answer.
-func postGraphQL(t testing.TB, client *http.Client, baseURL, key, query string) (int, gqlResponse, error) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]string{"query": query})
-	req, err := http.NewRequest(http.MethodPost, baseURL+"/graphql", bytes.NewReader(body))
+// graphQLRequest is a POST of body, as JSON, to baseURL's /graphql with key
+// (none if empty) and the header pairs. As httptest.NewRequest, it panics
+// where it cannot be made: baseURL is the test's own server's.
+func graphQLRequest(baseURL, key string, body any, header ...string) *http.Request {
+	b, err := json.Marshal(body)
 	if err != nil {
-		return 0, gqlResponse{}, err
+		panic(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, baseURL+"/graphql", bytes.NewReader(b))
+	if err != nil {
+		panic(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := client.Do(req)
+	testhttp.SetHeader(req.Header, header...)
+	return req
+}
+
+// postGraphQL sends query to the gateway with key (none if empty) and returns
+// the HTTP status and the decoded answer.
+func postGraphQL(t testing.TB, client *http.Client, baseURL, key, query string) (int, gqlResponse, error) {
+	t.Helper()
+	resp, err := client.Do(graphQLRequest(baseURL, key, map[string]string{"query": query}))
 	if err != nil {
 		return 0, gqlResponse{}, err
 	}

@@ -237,14 +237,7 @@ func postAPQ(t *testing.T, client *http.Client, g *gateway, key, query string, r
 // comes within the client's timeout.
 func postBody(t *testing.T, client *http.Client, g *gateway, key string, body map[string]any) reply {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, g.url+"/graphql", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := client.Do(req)
+	resp, err := client.Do(graphQLRequest(g.url, key, body))
 	if err != nil {
 		t.Fatalf("POST %s: %v (the client's timeout is the request's deadline, %v)", g.url, err, client.Timeout)
 	}

@@ -1075,13 +1075,7 @@ func TestRateLimit(t *testing.T) {
 	overLimit := func(key, query string) bool {
 		t.Helper()
 		for range 5 {
-			body, _ := json.Marshal(map[string]string{"query": query})
-			req, _ := http.NewRequest(http.MethodPost, gw.url+"/graphql", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			if key != "" {
-				req.Header.Set("Authorization", "Bearer "+key)
-			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := http.DefaultClient.Do(graphQLRequest(gw.url, key, map[string]string{"query": query}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,11 +190,7 @@ func TestSlowReaderHoldsItsPlaceUntilItsDeadline(t *testing.T) {
 // the answer's data into out, failing the test on any error.
 func postVars(t *testing.T, gw *gateway, query string, vars map[string]any, out any) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest(http.MethodPost, gw.url+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(graphQLRequest(gw.url, sim.DemoKey, map[string]any{"query": query, "variables": vars}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -55,17 +54,11 @@ func startTracedGateway(t *testing.T, opts sim.Options, args ...string) *traced 
 // header.
 func post(t *testing.T, baseURL, key, traceparent, query string) gqlResponse {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"query": query})
-	req, err := http.NewRequest(http.MethodPost, baseURL+"/graphql", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
+	var header []string
 	if traceparent != "" {
-		req.Header.Set("traceparent", traceparent)
+		header = []string{"traceparent", traceparent}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(graphQLRequest(baseURL, key, map[string]string{"query": query}, header...))
 	if err != nil {
 		t.Fatal(err)
 	}

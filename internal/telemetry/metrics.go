@@ -4,11 +4,14 @@
 package telemetry
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/costgw/gateway/graph/codes"
 	"github.com/costgw/gateway/upstream"
@@ -42,76 +45,57 @@ var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10,
 // is read at each scrape for costgw_upstream_breakers_open.
 func NewMetrics(breakersOpen func() int) *Metrics {
 	m := &Metrics{Registry: prometheus.NewRegistry()}
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "costgw_graphql_requests_total",
-		Help: "GraphQL requests answered, by operation type (query, mutation, unknown) and code (OK, or the answer's first extensions.code).",
-	}, []string{"operation_type", "code"})
-	m.cutOff = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "costgw_graphql_answers_cut_off_total",
-		Help: "GraphQL answers cut off while they were written: the client had not taken them in the time its request's deadline allows, or went away. Each is also counted by its code in costgw_graphql_requests_total.",
-	})
-	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "costgw_graphql_request_duration_seconds",
-		Help:    "Time to answer a GraphQL request, by operation type.",
-		Buckets: latencyBuckets,
-	}, []string{"operation_type"})
-	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "costgw_graphql_requests_in_flight",
-		Help: "GraphQL requests being answered now.",
-	})
-	m.upstream = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "costgw_upstream_calls_total",
-		Help: "Upstream call attempts sent, by route template and HTTP status (none: no answer).",
-	}, []string{"route", "status"})
-	m.upDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "costgw_upstream_call_duration_seconds",
-		Help:    "Time of one upstream call attempt, by route template.",
-		Buckets: latencyBuckets,
-	}, []string{"route"})
-	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "costgw_upstream_retries_total",
-		Help: "Upstream call attempts that were retries, by route template.",
-	}, []string{"route"})
-	m.limits = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "costgw_limit_rejections_total",
-		Help: "Requests refused by a limit before any upstream call, by limit.",
-	}, []string{"limit"})
-	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "costgw_query_cache_lookups_total",
-		Help: "Lookups of a request's document in the cache of parsed documents, by result (hit, miss).",
-	}, []string{"result"})
-	m.rateLimits = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "costgw_rate_limit_rejections_total",
-		Help: "Requests refused because their API key (or all requests without a key together) was over -rate-limit.",
-	})
-	m.paced = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "costgw_callers_paced_total",
-		Help: "Times a caller ran out of its allowance of refused requests (-caller-refusals) and was paced, by caller kind (key, keyless, unaccepted).",
-	}, []string{"caller"})
-	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "costgw_panics_total",
-		Help: "Panics recovered, by where (resolver, loader, http).",
-	}, []string{"where"})
-	m.Registry.MustRegister(m.requests, m.cutOff, m.duration, m.inFlight, m.upstream, m.upDuration, m.retries, m.limits,
-		m.cache, m.rateLimits, m.paced, m.panics,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Each metric is registered in m.Registry as it is made.
+	f := promauto.With(m.Registry)
+	counter := func(name, help string) prometheus.Counter {
+		return f.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	// counterBy is a counter by one label whose values are all known: each
+	// is there at 0 from the start, so a rate() has a series.
+	counterBy := func(name, help, label string, values ...string) *prometheus.CounterVec {
+		c := counterVec(name, help, label)
+		for _, v := range values {
+			c.WithLabelValues(v)
+		}
+		return c
+	}
+	latency := func(name, help, label string) *prometheus.HistogramVec {
+		return f.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, []string{label})
+	}
+
+	m.requests = counterVec("costgw_graphql_requests_total",
+		"GraphQL requests answered, by operation type (query, mutation, unknown) and code (OK, or the answer's first extensions.code).",
+		"operation_type", "code")
+	m.cutOff = counter("costgw_graphql_answers_cut_off_total",
+		"GraphQL answers cut off while they were written: the client had not taken them in the time its request's deadline allows, or went away. Each is also counted by its code in costgw_graphql_requests_total.")
+	m.duration = latency("costgw_graphql_request_duration_seconds",
+		"Time to answer a GraphQL request, by operation type.", "operation_type")
+	m.inFlight = f.NewGauge(prometheus.GaugeOpts{Name: "costgw_graphql_requests_in_flight", Help: "GraphQL requests being answered now."})
+	m.upstream = counterVec("costgw_upstream_calls_total",
+		"Upstream call attempts sent, by route template and HTTP status (none: no answer).", "route", "status")
+	m.upDuration = latency("costgw_upstream_call_duration_seconds",
+		"Time of one upstream call attempt, by route template.", "route")
+	m.retries = counterVec("costgw_upstream_retries_total",
+		"Upstream call attempts that were retries, by route template.", "route")
+	m.limits = counterBy("costgw_limit_rejections_total",
+		"Requests refused by a limit before any upstream call, by limit.", "limit", slices.Collect(maps.Values(limitCodes))...)
+	m.cache = counterBy("costgw_query_cache_lookups_total",
+		"Lookups of a request's document in the cache of parsed documents, by result (hit, miss).", "result", "hit", "miss")
+	m.rateLimits = counter("costgw_rate_limit_rejections_total",
+		"Requests refused because their API key (or all requests without a key together) was over -rate-limit.")
+	m.paced = counterBy("costgw_callers_paced_total",
+		"Times a caller ran out of its allowance of refused requests (-caller-refusals) and was paced, by caller kind (key, keyless, unaccepted).",
+		"caller", "key", "keyless", "unaccepted")
+	m.panics = counterBy("costgw_panics_total", "Panics recovered, by where (resolver, loader, http).", "where", "resolver", "loader", "http")
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if breakersOpen != nil {
-		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		f.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "costgw_upstream_breakers_open",
 			Help: "Circuit breakers refusing upstream calls now (the host's and the callers').",
-		}, func() float64 { return float64(breakersOpen()) }))
-	}
-	for _, c := range limitCodes {
-		m.limits.WithLabelValues(c) // present at 0, so a rate() has a series
-	}
-	for _, k := range []string{"key", "keyless", "unaccepted"} {
-		m.paced.WithLabelValues(k)
-	}
-	for _, w := range []string{"resolver", "loader", "http"} {
-		m.panics.WithLabelValues(w)
-	}
-	for _, r := range []string{"hit", "miss"} {
-		m.cache.WithLabelValues(r)
+		}, func() float64 { return float64(breakersOpen()) })
 	}
 	return m
 }

@@ -60,20 +60,33 @@ func TestSamplerFrom(t *testing.T) {
 	}
 }
 
-// TestTracingOff checks that tracing is off without an endpoint or when
-// switched off, and then adds nothing: the handler, transport and log
-// handler given back are the ones given.
-func TestTracingOff(t *testing.T) {
+// TestTracingFromEnv checks the settings that turn tracing on and off, and
+// that off it adds nothing: the handler, transport and log handler given
+// back are the ones given.
+func TestTracingFromEnv(t *testing.T) {
 	t.Parallel()
-	for name, vars := range map[string]map[string]string{
-		"no endpoint":        {"OTEL_TRACES_SAMPLER": "not checked when off"},
-		"empty endpoint":     {"OTEL_EXPORTER_OTLP_ENDPOINT": ""},
-		"sdk disabled":       {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"},
-		"no traces exporter": {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"},
+	for name, tt := range map[string]struct {
+		vars map[string]string
+		on   bool
+	}{
+		"no endpoint":        {vars: map[string]string{"OTEL_TRACES_SAMPLER": "not checked when off"}},
+		"empty endpoint":     {vars: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ""}},
+		"sdk disabled":       {vars: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"}},
+		"no traces exporter": {vars: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"}},
+		"http":               {vars: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, on: true},
+		"https, path":        {vars: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://collector.example/otlp/v1/traces"}, on: true},
+		"grpc":               {vars: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true},
+		"sdk not false":      {vars: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "false"}, on: true},
 	} {
-		tr, err := TracingFromEnv(context.Background(), env(vars), "test")
-		if err != nil || tr.Enabled() {
-			t.Errorf("%s: TracingFromEnv = enabled %v, %v; want off", name, err == nil && tr.Enabled(), err)
+		tr, err := TracingFromEnv(context.Background(), env(tt.vars), "test")
+		if err != nil || tr.Enabled() != tt.on {
+			t.Errorf("%s: TracingFromEnv = enabled %v, %v; want enabled %v", name, err == nil && tr.Enabled(), err, tt.on)
+			continue
+		}
+		if tt.on {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = tr.Shutdown(ctx) // nothing buffered: nothing sent
+			cancel()
 			continue
 		}
 		h := &http.ServeMux{}
@@ -96,26 +109,6 @@ func TestTracingOff(t *testing.T) {
 		if err := tr.Shutdown(context.Background()); err != nil {
 			t.Errorf("%s: Shutdown = %v", name, err)
 		}
-	}
-}
-
-// TestTracingFromEnvOn checks the settings that turn tracing on.
-func TestTracingFromEnvOn(t *testing.T) {
-	t.Parallel()
-	for name, vars := range map[string]map[string]string{
-		"http":          {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
-		"https, path":   {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://collector.example/otlp/v1/traces"},
-		"grpc":          {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
-		"sdk not false": {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "false"},
-	} {
-		tr, err := TracingFromEnv(context.Background(), env(vars), "test")
-		if err != nil || !tr.Enabled() {
-			t.Errorf("%s: TracingFromEnv = %v; want on", name, err)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = tr.Shutdown(ctx) // nothing buffered: nothing sent
-		cancel()
 	}
 }
 

@@ -15,9 +15,7 @@ func Get(t testing.TB, url string, header ...string) (int, http.Header, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
+	SetHeader(req.Header, header...)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
@@ -28,4 +26,12 @@ func Get(t testing.TB, url string, header ...string) (int, http.Header, string) 
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// SetHeader sets in h the headers given as name, value pairs (an odd name
+// at the end is left out).
+func SetHeader(h http.Header, pairs ...string) {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		h.Set(pairs[i], pairs[i+1])
+	}
 }
