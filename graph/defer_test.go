@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,32 +16,12 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// frontendPackages returns Node.js and test/frontend, where the client
-// libraries are installed (make test installs them); without Node.js or one
-// of pkgs the test skips and says so.
-func frontendPackages(t *testing.T, pkgs ...string) (node, dir string) {
-	t.Helper()
-	dir, err := filepath.Abs("../test/frontend")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if node, err = exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the client libraries' tests need Node.js")
-	}
-	for _, pkg := range pkgs {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
-			t.Skipf("%s is not installed: run make test, or npm ci in test/frontend", pkg)
-		}
-	}
-	return node, dir
-}
-
 // @defer over multipart/mixed, read by a real client library: urql runs
 // the Explorer dashboard with its slow panels deferred and gets them in
 // later parts, merged into one result (test/frontend/scripts/defer.mjs).
 func TestDeferWithARealClient(t *testing.T) {
 	t.Parallel()
-	node, dir := frontendPackages(t, "@urql/core")
+	node, dir := nodePackages(t, "frontend", "@urql/core")
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
