@@ -35,24 +35,6 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// post sends body to the handler with the headers given as pairs.
-func (e *env) post(t testing.TB, body string, header ...string) response {
-	t.Helper()
-	req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return decode(t, rec)
-}
-
-func queryBody(q string) string {
-	b, _ := json.Marshal(map[string]string{"query": q})
-	return string(b)
-}
-
 // fanOut is 26 fragments that each spread the next one twice: 2^26 copies
 // of the last one's field when expanded naively.
 func fanOut() string {
