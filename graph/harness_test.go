@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -184,7 +185,13 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder) response {
 // postRequest is a POST of the JSON body to /graphql, with the bearer key
 // unless it is empty.
 func postRequest(body []byte, key string) *http.Request {
-	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
+	return postReader(bytes.NewReader(body), key)
+}
+
+// postReader is postRequest of the body body reads (of an unknown length,
+// unless body is a *bytes.Reader, *bytes.Buffer or *strings.Reader).
+func postReader(body io.Reader, key string) *http.Request {
+	req := httptest.NewRequest("POST", "/graphql", body)
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
