@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/internal/golden"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
@@ -348,7 +349,7 @@ func checkGolden(t *testing.T, path string, got map[string]json.RawMessage) {
 		t.Fatal(err)
 	}
 	b = append(b, '\n')
-	compareGolden(t, path, "responses", b)
+	golden.Compare(t, path, "responses", b)
 }
 
 // Introspection and __typename need no key and no upstream call; an
