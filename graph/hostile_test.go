@@ -434,14 +434,7 @@ func TestBodyOfUnknownLength(t *testing.T) {
 		{"within the limit", queryBody("{ __typename }" + strings.Repeat(" ", 300_000)), 200},
 		{"over the limit", queryBody("{ __typename }" + strings.Repeat(" ", int(graph.DefaultMaxBodyBytes))), 413},
 	} {
-		req := httptest.NewRequest("POST", "/graphql", io.MultiReader(strings.NewReader(tc.body)))
-		req.ContentLength = -1
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
-		r := decode(t, rec)
-		if r.status != tc.status || (tc.status == 200 && string(r.Data) != `{"__typename":"Query"}`) {
+		if r := e.serve(t, postReader(io.MultiReader(strings.NewReader(tc.body)), sim.DemoKey)); r.status != tc.status || (tc.status == 200 && string(r.Data) != `{"__typename":"Query"}`) {
 			t.Errorf("%s: %d %.200s", tc.name, r.status, r.raw)
 		}
 	}
