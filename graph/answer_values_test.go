@@ -32,22 +32,17 @@ func TestAnswerValuesAreBounded(t *testing.T) {
 	for name, q := range map[string]string{
 		"29 aliases of a year's history": aliased.String(),
 	} {
-		body, _ := json.Marshal(map[string]any{"query": q})
 		for _, accept := range []string{"application/graphql-response+json", "application/json"} {
-			req := postRequest(body, sim.DemoKey)
-			req.Header.Set("Accept", accept)
-			rec := httptest.NewRecorder()
-			e.h.ServeHTTP(rec, req)
-			r := decode(t, rec)
+			r := e.queryAs(t, accept, sim.DemoKey, q, nil)
 			want := 400
 			if accept == "application/json" {
 				want = 200
 			}
-			if rec.Code != want || r.code(t) != "MAX_ANSWER_VALUES_LIMIT" || r.Data != nil {
-				t.Errorf("%s (%s): %d %.300s", name, accept, rec.Code, rec.Body)
+			if r.status != want || r.code(t) != "MAX_ANSWER_VALUES_LIMIT" || r.Data != nil {
+				t.Errorf("%s (%s): %d %.300s", name, accept, r.status, r.raw)
 			}
-			if rec.Body.Len() > 1<<10 {
-				t.Errorf("%s: the refusal is %d bytes", name, rec.Body.Len())
+			if len(r.raw) > 1<<10 {
+				t.Errorf("%s: the refusal is %d bytes", name, len(r.raw))
 			}
 		}
 	}

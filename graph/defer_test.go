@@ -3,11 +3,9 @@ package graph_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,32 +15,12 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// frontendPackages returns Node.js and test/frontend, where the client
-// libraries are installed (make test installs them); without Node.js or one
-// of pkgs the test skips and says so.
-func frontendPackages(t *testing.T, pkgs ...string) (node, dir string) {
-	t.Helper()
-	dir, err := filepath.Abs("../test/frontend")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if node, err = exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the client libraries' tests need Node.js")
-	}
-	for _, pkg := range pkgs {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg)); err != nil {
-			t.Skipf("%s is not installed: run make test, or npm ci in test/frontend", pkg)
-		}
-	}
-	return node, dir
-}
-
 // @defer over multipart/mixed, read by a real client library: urql runs
 // the Explorer dashboard with its slow panels deferred and gets them in
 // later parts, merged into one result (test/frontend/scripts/defer.mjs).
 func TestDeferWithARealClient(t *testing.T) {
 	t.Parallel()
-	node, dir := frontendPackages(t, "@urql/core")
+	node, dir := nodePackages(t, "frontend", "@urql/core")
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
@@ -81,12 +59,9 @@ func TestNestedDeferEnds(t *testing.T) {
 		`{ budgets(first: 1) { nodes { ... @defer { metrics { totalTarget } } ... @defer { metrics { totalTarget } } } } }`,
 		`{ budgets(first: 1) { nodes { ... @defer(label: "a") { name ... @defer(label: "b") { metrics { totalTarget } } } } } }`,
 	} {
-		body, _ := json.Marshal(map[string]any{"query": q})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
+		req := postReader(strings.NewReader(queryBody(q)), sim.DemoKey).WithContext(ctx)
 		req.Header.Set("Accept", "multipart/mixed")
-		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, req)
 		cancel()
@@ -103,7 +78,7 @@ func TestNestedDeferEnds(t *testing.T) {
 func TestDeferRefusedMultipartIsOneAnswer(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	body, _ := json.Marshal(map[string]any{"query": `{ budgets(first: 1) { nodes { name ... @defer { metrics { variance } } } } }`})
+	body := []byte(queryBody(`{ budgets(first: 1) { nodes { name ... @defer { metrics { variance } } } } }`))
 	for accept, multipart := range map[string]bool{
 		"application/json, multipart/mixed;q=0":                false,
 		"application/json, multipart/mixed; q=0.0":             false,
@@ -133,13 +108,8 @@ func TestDeferLabelsAreUnique(t *testing.T) {
 		`query { budgets(first: 1) { nodes { ...A @defer(label: "a") ... @defer(label: "a") { status } } } } fragment A on Budget { name }`,
 		`query($l: String) { budgets(first: 1) { nodes { ... @defer(label: $l) { name } } } }`,
 	} {
-		body, _ := json.Marshal(map[string]any{"query": q})
-		req := postRequest(body, sim.DemoKey)
-		req.Header.Set("Accept", "application/graphql-response+json")
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
-		if r := decode(t, rec); rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" {
-			t.Errorf("%s: %d %s", q, rec.Code, rec.Body)
+		if r := e.queryAs(t, "application/graphql-response+json", sim.DemoKey, q, nil); r.status != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" {
+			t.Errorf("%s: %d %s", q, r.status, r.raw)
 		}
 	}
 	for _, q := range []string{
@@ -150,14 +120,12 @@ func TestDeferLabelsAreUnique(t *testing.T) {
 		`query A { budgets(first: 1) { nodes { ...F } } } query B { budgets(first: 2) { nodes { ...F } } }
 		fragment F on Budget { ... @defer(label: "m") { metrics { variance } } }`,
 	} {
-		body, _ := json.Marshal(map[string]any{"query": q, "operationName": "A"})
-		if !strings.Contains(q, "query A") {
-			body, _ = json.Marshal(map[string]any{"query": q})
+		body := queryBody(q)
+		if strings.Contains(q, "query A") {
+			body = bodyOf(map[string]any{"query": q, "operationName": "A"})
 		}
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, postRequest(body, sim.DemoKey))
-		if r := decode(t, rec); len(r.Errors) > 0 || r.Data == nil {
-			t.Errorf("%s: %s", q, rec.Body)
+		if r := e.post(t, body, "Authorization", "Bearer "+sim.DemoKey); len(r.Errors) > 0 || r.Data == nil {
+			t.Errorf("%s: %s", q, r.raw)
 		}
 	}
 }
@@ -190,9 +158,9 @@ func TestDeferPartClosedAtOnce(t *testing.T) {
 	}()
 	q := map[string]any{"dateRange": map[string]any{"start": "2026-10-01", "end": "2026-10-31"},
 		"groupBy": "product_product_name", "costType": "line_item_unblended_cost", "granularity": "day", "filters": []any{}}
-	body, _ := json.Marshal(map[string]any{"variables": map[string]any{"q": q}, "query": `query($q: ExplorerQueryInput!) {
+	body := bodyOf(map[string]any{"variables": map[string]any{"q": q}, "query": `query($q: ExplorerQueryInput!) {
 		explorer { summary(query: $q) { cards { title } } ... @defer { history(query: $q) { costRows { cost } } } } }`})
-	req, _ := http.NewRequest("POST", srv.URL+"/graphql", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", srv.URL+"/graphql", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "multipart/mixed;deferSpec=20220824")
 	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)

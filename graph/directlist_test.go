@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -76,8 +74,7 @@ func TestDirectListsReportPanicsOnceAtTheirPath(t *testing.T) {
 	serve := func(query string, vars map[string]any) response {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-		req := httptest.NewRequest(http.MethodPost, "/graphql", strings.NewReader(string(body)))
-		req.Header.Set("Content-Type", "application/json")
+		req := postRequest(body, "")
 		req = req.WithContext(upstream.WithAPIKey(req.Context(), sim.DemoKey))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/internal/golden"
 	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream"
 	"github.com/costgw/gateway/upstream/sim"
@@ -36,13 +36,8 @@ var leaks = []string{"127.0.0.1", "goroutine", ".go:", "bearer", "x-request-id",
 // and middleware and fails the test if the raw response leaks anything.
 func (e *env) checkedQuery(t *testing.T, key, query string, vars map[string]any) response {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, postRequest(body, key))
-	raw := rec.Body.String()
+	r := e.query(t, key, query, vars)
+	raw := string(r.raw)
 	low := strings.ToLower(raw)
 	for _, s := range leaks {
 		if strings.Contains(low, s) {
@@ -52,8 +47,6 @@ func (e *env) checkedQuery(t *testing.T, key, query string, vars map[string]any)
 	if key != "" && strings.Contains(raw, key) {
 		t.Errorf("response contains the bearer key %q: %s", key, raw)
 	}
-	r := decode(t, rec)
-	r.status = rec.Code
 	return r
 }
 
@@ -348,7 +341,7 @@ func checkGolden(t *testing.T, path string, got map[string]json.RawMessage) {
 		t.Fatal(err)
 	}
 	b = append(b, '\n')
-	compareGolden(t, path, "responses", b)
+	golden.Compare(t, path, "responses", b)
 }
 
 // Introspection and __typename need no key and no upstream call; an

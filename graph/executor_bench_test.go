@@ -165,11 +165,8 @@ func benchExecutor(b *testing.B, query string, vars func(context.Context, *upstr
 		b.Fatal(err)
 	}
 	serve := func(h http.Handler) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
+		h.ServeHTTP(w, postRequest(body, sim.DemoKey))
 		return w
 	}
 

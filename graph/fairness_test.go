@@ -3,13 +3,13 @@ package graph_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +18,9 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 )
 
-// Tests of admission (graph/admission.go) through the real handler: one
-// caller over its bound waits in line, before any of its work, while the
-// others go on.
+// Tests of admission (graph/admission.go) through the real handler: the
+// operations over -requests-in-flight wait for a place, and one caller over
+// its bound waits in line, before any of its work, while the others go on.
 
 func withAdmission(perCaller, total int) envOption {
 	return func(c *envConfig) { c.graph.CallerInFlight, c.graph.InFlight = perCaller, total }
@@ -35,15 +35,8 @@ type timedQuery struct {
 
 func (e *env) timed(t *testing.T, ctx context.Context, key, query string) timedQuery {
 	t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query})
-	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return timedQuery{time.Now(), decode(t, rec)}
+	r := e.queryRequest(t, ctx, "", key, query, nil)
+	return timedQuery{time.Now(), r}
 }
 
 // heldCalls holds the gateway's upstream calls until released, and says
@@ -227,6 +220,66 @@ func TestWaitingRequestAnswersAtItsDeadline(t *testing.T) {
 	}
 }
 
+// TestOperationsInFlightAreBoundedNotRefused: with -requests-in-flight 2,
+// eight concurrent requests each get their answer, and no more than two
+// operations are ever executing (their upstream calls in flight) at once.
+func TestOperationsInFlightAreBoundedNotRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmission(0, 2))
+	var now, peak atomic.Int32
+	e.calls.fail = func(*http.Request) *http.Response {
+		n := now.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		// How long a call lasts, so that operations over the bound would
+		// overlap: a latency, not a wait for something to happen. (The
+		// simulator's SetLatency would do, but its calls end after the
+		// hook returns, out of this count.)
+		time.Sleep(20 * time.Millisecond)
+		now.Add(-1)
+		return nil
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			e.mustQuery(t, "demo-key", `{ budgets(first: 3) { nodes { name } } }`, nil, nil)
+		})
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 2 || p < 1 {
+		t.Errorf("at most %d upstream calls in flight, want 1 or 2 (one per operation, two operations)", p)
+	}
+}
+
+// TestQueuedOperationEndsWithItsRequest: an operation waiting for a slot
+// whose request ends gets REQUEST_TIMEOUT (504), and the slot it never had
+// is not taken from the next one.
+func TestQueuedOperationEndsWithItsRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmission(0, 1))
+	hold := make(chan struct{})
+	var once sync.Once
+	started := make(chan struct{})
+	e.calls.fail = func(*http.Request) *http.Response {
+		once.Do(func() { close(started); <-hold })
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.mustQuery(t, "demo-key", `{ budgets(first: 1) { nodes { name } } }`, nil, nil)
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if r := e.timed(t, ctx, "demo-key", `{ budgets(first: 1) { nodes { name } } }`).r; r.status != http.StatusGatewayTimeout || r.code(t) != "REQUEST_TIMEOUT" {
+		t.Errorf("queued request that ended: %d %s, want 504 REQUEST_TIMEOUT", r.status, r.raw)
+	}
+	close(hold)
+	<-done
+	e.mustQuery(t, "demo-key", `{ budgets(first: 1) { nodes { name } } }`, nil, nil)
+}
+
 // withPacing sets -caller-refusals.
 func withPacing(refusals int) envOption {
 	return func(c *envConfig) { c.graph.CallerRefusals = refusals }
@@ -286,19 +339,16 @@ func TestWaitingBodiesOfACallerAreBounded(t *testing.T) {
 	// first is called when the body is first read, end when it is read to
 	// its end.
 	post := func(key string, status chan<- int, first, end func()) {
-		req := httptest.NewRequest("POST", "/graphql", &watchedRead{r: bytes.NewReader(body), first: first, end: end})
+		req := postReader(&watchedRead{r: bytes.NewReader(body), first: first, end: end}, key)
 		req.ContentLength = int64(len(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+key)
 		wg.Go(func() {
-			rec := httptest.NewRecorder()
-			e.h.ServeHTTP(rec, req)
-			if rec.Code == http.StatusTooManyRequests {
-				if r := decode(t, rec); r.code(t) != string(codes.RateLimited) || rec.Header().Get("Retry-After") == "" {
-					t.Errorf("a refused body: %s %v", r.raw, rec.Header())
+			r := e.serve(t, req)
+			if r.status == http.StatusTooManyRequests {
+				if r.code(t) != string(codes.RateLimited) || r.header.Get("Retry-After") == "" {
+					t.Errorf("a refused body: %s %v", r.raw, r.header)
 				}
 			}
-			status <- rec.Code
+			status <- r.status
 		})
 	}
 	held := e.holdCalls(t, nil)
@@ -397,10 +447,8 @@ func TestAnnouncedBodiesHoldNothing(t *testing.T) {
 	for i := range idle {
 		pr, pw := io.Pipe()
 		writers[i] = pw
-		req := httptest.NewRequest("POST", "/graphql", &watchedRead{r: pr, first: reading.Done})
+		req := postReader(&watchedRead{r: pr, first: reading.Done}, fmt.Sprintf("made-up-key-%d", i))
 		req.ContentLength = graph.DefaultMaxBodyBytes
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", fmt.Sprintf("Bearer made-up-key-%d", i))
 		wg.Go(func() { e.h.ServeHTTP(httptest.NewRecorder(), req) })
 	}
 	defer func() {

@@ -13,13 +13,33 @@ import (
 	"github.com/costgw/gateway/upstream/sim"
 )
 
+// nodePackages returns Node.js and the absolute path of test/<dir>, whose
+// node_modules hold pkgs (make test installs them); without Node.js or one
+// of pkgs the test skips and says so.
+func nodePackages(t *testing.T, dir string, pkgs ...string) (node, abs string) {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("../test", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node, err = exec.LookPath("node"); err != nil {
+		t.Skipf("node is not installed: test/%s needs Node.js", dir)
+	}
+	for _, pkg := range pkgs {
+		if _, err := os.Stat(filepath.Join(abs, "node_modules", pkg)); err != nil {
+			t.Skipf("%s is not installed: run make test, or npm ci --prefix test/%s", pkg, dir)
+		}
+	}
+	return node, abs
+}
+
 // The client libraries a frontend uses, at run time against the gateway on
 // the simulator: Apollo Client 4, urql with graphcache and relay-runtime, set
 // up as docs/schema.md shows (test/frontend/setup), run by Node's test runner
-// over test/frontend/runtime/*.test.mjs (frontendPackages).
+// over test/frontend/runtime/*.test.mjs (nodePackages).
 func TestFrontendClientsAtRunTime(t *testing.T) {
 	t.Parallel()
-	node, dir := frontendPackages(t, "@apollo/client", "@urql/exchange-graphcache", "relay-runtime")
+	node, dir := nodePackages(t, "frontend", "@apollo/client", "@urql/exchange-graphcache", "relay-runtime")
 	files, err := filepath.Glob(filepath.Join(dir, "runtime", "*.test.mjs"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test files in test/frontend/runtime: %v", err)

@@ -2,7 +2,9 @@ package graph_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -145,6 +147,7 @@ type gqlError struct {
 
 type response struct {
 	status int
+	header http.Header
 	raw    []byte          // the body as it came
 	Data   json.RawMessage `json:"data"`
 	Errors []gqlError      `json:"errors"`
@@ -169,7 +172,7 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder) response {
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
 		t.Fatalf("response is not JSON (%d): %.300s", rec.Code, rec.Body)
 	}
-	r.status, r.raw = rec.Code, rec.Body.Bytes()
+	r.status, r.header, r.raw = rec.Code, rec.Header(), rec.Body.Bytes()
 	for _, e := range r.Errors {
 		c, _ := e.Extensions["code"].(string)
 		if _, ok := codes.Code(c).Info(); !ok {
@@ -182,7 +185,13 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder) response {
 // postRequest is a POST of the JSON body to /graphql, with the bearer key
 // unless it is empty.
 func postRequest(body []byte, key string) *http.Request {
-	req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
+	return postReader(bytes.NewReader(body), key)
+}
+
+// postReader is postRequest of the body body reads (of an unknown length,
+// unless body is a *bytes.Reader, *bytes.Buffer or *strings.Reader).
+func postReader(body io.Reader, key string) *http.Request {
+	req := httptest.NewRequest("POST", "/graphql", body)
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -190,15 +199,60 @@ func postRequest(body []byte, key string) *http.Request {
 	return req
 }
 
+// serve runs req through the handler and decodes the answer.
+func (e *env) serve(t testing.TB, req *http.Request) response {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return decode(t, rec)
+}
+
+// post sends body to the handler with the headers given as pairs.
+func (e *env) post(t testing.TB, body string, header ...string) response {
+	t.Helper()
+	req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return e.serve(t, req)
+}
+
+// bodyOf encodes a request body of the given members.
+func bodyOf(m map[string]any) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// queryBody is the JSON request body of query q alone.
+func queryBody(q string) string {
+	return bodyOf(map[string]any{"query": q})
+}
+
 // query posts a GraphQL request through the real handler and middleware.
 func (e *env) query(t testing.TB, key, query string, vars map[string]any) response {
 	t.Helper()
+	return e.queryAs(t, "", key, query, vars)
+}
+
+// queryAs is query with the Accept header accept, none if empty (under
+// application/graphql-response+json a request error has its 4xx status).
+func (e *env) queryAs(t testing.TB, accept, key, query string, vars map[string]any) response {
+	t.Helper()
+	return e.queryRequest(t, context.Background(), accept, key, query, vars)
+}
+
+// queryRequest is queryAs under ctx.
+func (e *env) queryRequest(t testing.TB, ctx context.Context, accept, key, query string, vars map[string]any) response {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, postRequest(body, key))
-	r := decode(t, rec)
-	if strings.Contains(rec.Body.String(), key+"\"") && key != "" {
-		t.Fatalf("response contains the bearer key: %s", rec.Body)
+	req := postRequest(body, key).WithContext(ctx)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	r := e.serve(t, req)
+	if strings.Contains(string(r.raw), key+"\"") && key != "" {
+		t.Fatalf("response contains the bearer key: %s", r.raw)
 	}
 	return r
 }

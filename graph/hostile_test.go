@@ -35,24 +35,6 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// post sends body to the handler with the headers given as pairs.
-func (e *env) post(t testing.TB, body string, header ...string) response {
-	t.Helper()
-	req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return decode(t, rec)
-}
-
-func queryBody(q string) string {
-	b, _ := json.Marshal(map[string]string{"query": q})
-	return string(b)
-}
-
 // fanOut is 26 fragments that each spread the next one twice: 2^26 copies
 // of the last one's field when expanded naively.
 func fanOut() string {
@@ -452,14 +434,7 @@ func TestBodyOfUnknownLength(t *testing.T) {
 		{"within the limit", queryBody("{ __typename }" + strings.Repeat(" ", 300_000)), 200},
 		{"over the limit", queryBody("{ __typename }" + strings.Repeat(" ", int(graph.DefaultMaxBodyBytes))), 413},
 	} {
-		req := httptest.NewRequest("POST", "/graphql", io.MultiReader(strings.NewReader(tc.body)))
-		req.ContentLength = -1
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
-		r := decode(t, rec)
-		if r.status != tc.status || (tc.status == 200 && string(r.Data) != `{"__typename":"Query"}`) {
+		if r := e.serve(t, postReader(io.MultiReader(strings.NewReader(tc.body)), sim.DemoKey)); r.status != tc.status || (tc.status == 200 && string(r.Data) != `{"__typename":"Query"}`) {
 			t.Errorf("%s: %d %.200s", tc.name, r.status, r.raw)
 		}
 	}

@@ -2,7 +2,6 @@ package graph_test
 
 import (
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,17 +13,7 @@ import (
 // Node.js and `npm ci --prefix test/graphql-http` (.ci/run does both); where
 // either is missing the test skips and says so.
 func TestGraphQLOverHTTPAudit(t *testing.T) {
-	dir, err := filepath.Abs("../test/graphql-http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the GraphQL-over-HTTP audit needs Node.js")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "graphql-http")); err != nil {
-		t.Skip("graphql-http is not installed: run npm ci --prefix test/graphql-http")
-	}
+	node, dir := nodePackages(t, "graphql-http", "graphql-http")
 	e := newEnv(t)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()

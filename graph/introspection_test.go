@@ -2,9 +2,7 @@ package graph_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -31,15 +29,10 @@ func TestIntrospectionOffIsARequestError(t *testing.T) {
 			`{ __type(name: "Budget") { name } }`,
 			`query Probe { budgets(first: 1) { nodes { id } } ...F } fragment F on Query { __schema { types { name } } }`,
 		} {
-			body, _ := json.Marshal(map[string]any{"query": q})
-			req := postRequest(body, key)
-			req.Header.Set("Accept", "application/graphql-response+json")
-			rec := httptest.NewRecorder()
-			e.h.ServeHTTP(rec, req)
-			r := decode(t, rec)
-			if rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil ||
+			r := e.queryAs(t, "application/graphql-response+json", key, q, nil)
+			if r.status != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil ||
 				!strings.Contains(r.Errors[0].Message, "introspection is turned off") {
-				t.Errorf("key %q, %s: %d %s", key, q, rec.Code, rec.Body)
+				t.Errorf("key %q, %s: %d %s", key, q, r.status, r.raw)
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package graph_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http/httptest"
@@ -44,19 +43,13 @@ func TestLimitsRejectBeforeAnyUpstreamCall(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e.calls.take()
-			body := []byte(tc.query)
+			body := tc.query
 			if tc.code != "REQUEST_TOO_LARGE" {
-				body, _ = json.Marshal(map[string]any{"query": tc.query})
+				body = queryBody(tc.query)
 			}
-			req := httptest.NewRequest("POST", "/graphql", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/graphql-response+json")
-			req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-			rec := httptest.NewRecorder()
-			e.h.ServeHTTP(rec, req)
-			r := decode(t, rec)
-			if rec.Code != tc.status || r.code(t) != tc.code {
-				t.Fatalf("status %d code %q, want %d %q: %+v", rec.Code, r.code(t), tc.status, tc.code, r.Errors)
+			r := e.post(t, body, "Accept", "application/graphql-response+json", "Authorization", "Bearer "+sim.DemoKey)
+			if r.status != tc.status || r.code(t) != tc.code {
+				t.Fatalf("status %d code %q, want %d %q: %+v", r.status, r.code(t), tc.status, tc.code, r.Errors)
 			}
 			if calls := e.calls.take(); len(calls) != 0 {
 				t.Fatalf("a rejected operation made upstream calls: %v", calls)

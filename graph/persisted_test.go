@@ -29,12 +29,6 @@ func withTrusted(m graph.Manifest, only bool) envOption {
 	return func(c *envConfig) { c.graph.TrustedDocuments, c.graph.OnlyPersisted = m, only }
 }
 
-// bodyOf encodes a request body of the given members.
-func bodyOf(m map[string]any) string {
-	b, _ := json.Marshal(m)
-	return string(b)
-}
-
 // Apollo's automatic persisted queries: an unknown hash asks for the query;
 // the query with its hash registers it; then the hash alone runs it, by
 // POST or by GET.

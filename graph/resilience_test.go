@@ -206,10 +206,7 @@ func TestCancelledRequestStopsFanOut(t *testing.T) {
 		return nil
 	}
 	body := `{"query":"{ budgets(first: 24) { nodes { metrics { variance } actuals { total } } } }"}`
-	req := httptest.NewRequestWithContext(ctx, "POST", "/graphql", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
-	e.h.ServeHTTP(httptest.NewRecorder(), req)
+	e.h.ServeHTTP(httptest.NewRecorder(), postReader(strings.NewReader(body), sim.DemoKey).WithContext(ctx))
 	// A call started late would start as one in flight ends, within the
 	// latency. This waits for something not to happen, which no event says
 	// (the loaders' calls run on internal/gopool, out of any synctest
@@ -238,11 +235,8 @@ func TestPanicIsInternalWithRequestID(t *testing.T) {
 		e.h.ServeHTTP(w, r)
 	})
 	body := `{"query":"{ budgets(first: 1) { nodes { name actuals { total } } } }"}`
-	req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	h.ServeHTTP(rec, postReader(strings.NewReader(body), sim.DemoKey))
 	r := decode(t, rec)
 	if r.code(t) != "INTERNAL" || r.Errors[0].Extensions["requestId"] != "gw-req-1" || strings.Contains(rec.Body.String(), "secret") {
 		t.Fatalf("response: %s", rec.Body)

@@ -3,22 +3,19 @@ package graph_test
 import (
 	"bufio"
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/formatter"
 
 	"github.com/costgw/gateway/graph/generated"
+	"github.com/costgw/gateway/graph/internal/golden"
 	"github.com/costgw/gateway/graph/resolvers"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // The schema the gateway serves is pinned by testdata/schema.graphql: any
 // change to it shows up in review as a diff of that file. Run
@@ -30,29 +27,7 @@ func TestSchemaGolden(t *testing.T) {
 	formatter.NewFormatter(&buf, formatter.WithIndent("  ")).FormatSchema(schema)
 	got := buf.Bytes()
 
-	compareGolden(t, filepath.Join("testdata", "schema.graphql"), "the served schema", got)
-}
-
-// compareGolden fails the test if got, named what, differs from the golden
-// file at path; under -update it writes got there instead.
-func compareGolden(t *testing.T, path, what string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs from %s (-golden +got); run with -update if the change is intended:\n%s", what, path, diff)
-	}
+	golden.Compare(t, filepath.Join("testdata", "schema.graphql"), "the served schema", got)
 }
 
 // Every type, field, argument and enum value of the schema has a

@@ -1,14 +1,14 @@
 package graph_test
 
 import (
-	"encoding/json"
-	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/costgw/gateway/graph/relay"
 	"github.com/costgw/gateway/upstream/sim"
 )
 
@@ -72,14 +72,9 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 		"an Int past 32 bits":            {page, map[string]any{"n": 99999999999}},
 		"a Boolean for an ID in a list":  {nodes, map[string]any{"ids": []any{"QnVkZ2V0OjE=", true}}},
 	} {
-		body, _ := json.Marshal(map[string]any{"query": tc.query, "variables": tc.vars})
-		req := postRequest(body, sim.DemoKey)
-		req.Header.Set("Accept", "application/graphql-response+json")
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
-		r := decode(t, rec)
-		if rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
-			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
+		r := e.queryAs(t, "application/graphql-response+json", sim.DemoKey, tc.query, tc.vars)
+		if r.status != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
+			t.Errorf("%s: %d %s", name, r.status, r.raw)
 		} else if p, _ := r.Errors[0].Extensions["variablePath"].([]any); len(p) < 1 || r.Errors[0].Path != nil {
 			t.Errorf("%s: the error's variablePath %v does not name the variable, or it has a path %v", name, p, r.Errors[0].Path)
 		}
@@ -102,10 +97,8 @@ func TestVariablesCoerceAsTheSpecSays(t *testing.T) {
 	// They were refused, "2.0 is not a value of type Int".
 	for _, n := range []string{"2.0", "2e0", "0.2e1", "20.000e-1"} {
 		body := []byte(`{"query": "query($n: Int) { budgets(first: $n) { nodes { id } pageInfo { hasNextPage } } }", "variables": {"n": ` + n + `}}`)
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, postRequest(body, sim.DemoKey))
-		if r := decode(t, rec); rec.Code != 200 || len(r.Errors) > 0 || r.Data == nil {
-			t.Errorf("first: %s: %d %s", n, rec.Code, rec.Body)
+		if r := e.serve(t, postRequest(body, sim.DemoKey)); r.status != 200 || len(r.Errors) > 0 || r.Data == nil {
+			t.Errorf("first: %s: %d %s", n, r.status, r.raw)
 		}
 	}
 	for _, ids := range []any{"QnVkZ2V0OjE=", []any{"QnVkZ2V0OjE=", 7}} {
@@ -144,14 +137,9 @@ func TestNullWhereNonNullIsRefused(t *testing.T) {
 		"an introspection arg": {`query($n: String = "Budget") { __type(name: $n) { name } }`, "n"},
 	} {
 		for _, key := range []string{sim.DemoKey, ""} {
-			body, _ := json.Marshal(map[string]any{"query": tc.query, "variables": map[string]any{tc.variable: nil}})
-			req := postRequest(body, key)
-			req.Header.Set("Accept", "application/graphql-response+json")
-			rec := httptest.NewRecorder()
-			e.h.ServeHTTP(rec, req)
-			r := decode(t, rec)
-			if rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
-				t.Errorf("%s (key %q): %d %s", name, key, rec.Code, rec.Body)
+			r := e.queryAs(t, "application/graphql-response+json", key, tc.query, map[string]any{tc.variable: nil})
+			if r.status != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
+				t.Errorf("%s (key %q): %d %s", name, key, r.status, r.raw)
 			} else if p, _ := r.Errors[0].Extensions["variablePath"].([]any); len(p) != 1 || p[0] != tc.variable || r.Errors[0].Path != nil {
 				t.Errorf("%s: the error's variablePath %v does not name $%s, or it has a path %v", name, p, tc.variable, r.Errors[0].Path)
 			}
@@ -181,13 +169,8 @@ func TestIntLiteralsAre32Bit(t *testing.T) {
 		`{ budgetLookback(input: {explorerReportId: "rpt_1", startDate: "2026-01-01", lookbackPeriod: 4294967299}) { periods { periodKey } } }`,
 		`query($n: Int = 99999999999) { budgets(first: $n) { nodes { id } } }`,
 	} {
-		body, _ := json.Marshal(map[string]any{"query": q})
-		req := postRequest(body, sim.DemoKey)
-		req.Header.Set("Accept", "application/graphql-response+json")
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
-		if r := decode(t, rec); rec.Code != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
-			t.Errorf("%s: %d %s", q, rec.Code, rec.Body)
+		if r := e.queryAs(t, "application/graphql-response+json", sim.DemoKey, q, nil); r.status != 400 || r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Data != nil {
+			t.Errorf("%s: %d %s", q, r.status, r.raw)
 		}
 	}
 	if calls := e.calls.take(); len(calls) != 0 {
@@ -210,11 +193,41 @@ func TestInputObjectVariableOfAnotherKind(t *testing.T) {
 		`"abc"`: `$q: "abc" is not a value of type ExplorerQueryInput`,
 	} {
 		body := []byte(`{"query": ` + strconv.Quote(q) + `, "variables": {"q": ` + v + `}}`)
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, postRequest(body, sim.DemoKey))
-		r := decode(t, rec)
+		r := e.serve(t, postRequest(body, sim.DemoKey))
 		if r.code(t) != "GRAPHQL_VALIDATION_FAILED" || r.Errors[0].Message != want {
-			t.Errorf("%s: %s, want %q", v, rec.Body, want)
+			t.Errorf("%s: %s, want %q", v, r.raw, want)
+		}
+	}
+}
+
+// A document kept in the cache whose selection a variable changes is
+// answered by each request's own variables: what one request collected, and
+// which reads it started ahead, are not another's (graph/opmemo keeps them
+// only for operations that no variable changes).
+func TestCachedDocumentFollowsEachRequestsVariables(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := relay.BudgetID(e.sim.IDs(sim.DemoKey, "budgets")[0])
+	const q = `query Q($id: ID!, $a: Boolean!) {
+  budget(id: $id) {
+    name
+    actuals @include(if: $a) { total }
+    plannings { dimension1 ... on Planning @include(if: $a) { actuals { amount } } }
+  }
+}`
+	for _, a := range []bool{false, true, false, true} {
+		e.calls.take()
+		r := e.query(t, sim.DemoKey, q, map[string]any{"id": id, "a": a})
+		if len(r.Errors) > 0 {
+			t.Fatalf("a=%v: %+v", a, r.Errors)
+		}
+		data := string(r.Data)
+		if got := strings.Contains(data, `"actuals"`); got != a {
+			t.Errorf("a=%v: actuals in the answer: %v: %s", a, got, data)
+		}
+		calls := e.calls.take()
+		if got := slices.ContainsFunc(calls, func(c string) bool { return strings.HasSuffix(c, "/actuals") }); got != a {
+			t.Errorf("a=%v: actuals read: %v: %v", a, got, calls)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package codes_test
 
 import (
-	"flag"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -12,9 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/costgw/gateway/graph/codes"
+	"github.com/costgw/gateway/graph/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the table of docs/errors.md from the registry")
 
 // docs/errors.md documents every registered code, with the same meaning and
 // retry advice, and no code that is not registered.
@@ -25,7 +23,7 @@ func TestEveryCodeIsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
+	if golden.Updating() {
 		var rows strings.Builder
 		for _, c := range codes.All() {
 			info, _ := c.Info()

@@ -2,17 +2,16 @@ package cost_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/costgw/gateway/graph/cost"
+	"github.com/costgw/gateway/graph/internal/golden"
 	"github.com/costgw/gateway/graph/internal/schematest"
 	"github.com/costgw/gateway/graph/relay"
 )
@@ -169,8 +168,6 @@ func TestEstimateIsLinearInFragments(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the generated part of docs/upstream.md")
-
 // docs/upstream.md lists what each GraphQL field calls, generated from the
 // table: the documentation cannot drift from what the limits and the
 // resolvers read.
@@ -187,15 +184,7 @@ func TestUpstreamDocListsEveryCallingField(t *testing.T) {
 		t.Fatalf("%s lacks the %q … %q markers", path, begin, end)
 	}
 	want := append(append(append([]byte{}, doc[:i+len(begin)]...), fieldTable()...), doc[j:]...)
-	if *update {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if diff := cmp.Diff(string(want), string(doc)); diff != "" {
-		t.Errorf("%s is out of date (-generated +file); run go test ./graph/cost -update:\n%s", path, diff)
-	}
+	golden.Compare(t, path, "the table generated from cost.Fields", want)
 }
 
 // fieldTable is the Markdown table of the fields that call the upstream.

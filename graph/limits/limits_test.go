@@ -12,8 +12,6 @@ import (
 	"github.com/costgw/gateway/graph/limits"
 )
 
-var schema = schematest.Schema
-
 func TestCheck(t *testing.T) {
 	t.Parallel()
 	deep := "{ budgets { nodes { plannings { budget { plannings { budget { plannings { budget { name } } } } } } } } }"
@@ -93,7 +91,7 @@ func FuzzCheck(f *testing.F) {
 		if limits.CheckTokens(q, cfg.MaxTokens) != nil {
 			return
 		}
-		doc, errs := gqlparser.LoadQuery(schema, q)
+		doc, errs := gqlparser.LoadQuery(schematest.Schema, q)
 		if len(errs) > 0 {
 			return
 		}

@@ -114,18 +114,28 @@ func TestMarshalDateTimeNormalizes(t *testing.T) {
 	}
 }
 
-// FuzzUnmarshalDate checks that UnmarshalDate never panics, refuses with a
-// BAD_USER_INPUT error, and accepts only strings it prints back identically.
-func FuzzUnmarshalDate(f *testing.F) {
-	for _, s := range []string{"2026-02-28", "2026-02-30", "2024-02-29", "0000-01-01", "2026-1-01", "+026-01-01", ""} {
+// fuzzUnmarshal fuzzes unmarshal from seeds: whatever the string, it does
+// not panic, it refuses with a BAD_USER_INPUT error, and what it accepts
+// passes accepted.
+func fuzzUnmarshal[T any](f *testing.F, seeds []string, unmarshal func(any) (T, error), accepted func(t *testing.T, s string, v T)) {
+	for _, s := range seeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := UnmarshalDate(s)
+		v, err := unmarshal(s)
 		if err != nil {
 			wantBadInput(t, s, err)
 			return
 		}
+		accepted(t, s, v)
+	})
+}
+
+// FuzzUnmarshalDate checks that UnmarshalDate never panics, refuses with a
+// BAD_USER_INPUT error, and accepts only strings it prints back identically.
+func FuzzUnmarshalDate(f *testing.F) {
+	seeds := []string{"2026-02-28", "2026-02-30", "2024-02-29", "0000-01-01", "2026-1-01", "+026-01-01", ""}
+	fuzzUnmarshal(f, seeds, UnmarshalDate, func(t *testing.T, s string, d upstream.Date) {
 		if got, want := printed(MarshalDate(d)), strconv.Quote(s); got != want {
 			t.Fatalf("UnmarshalDate(%q) = %+v, which prints %s", s, d, got)
 		}
@@ -136,15 +146,8 @@ func FuzzUnmarshalDate(f *testing.F) {
 // with a BAD_USER_INPUT error, and accepts only strings it prints back
 // identically.
 func FuzzUnmarshalDateTime(f *testing.F) {
-	for _, s := range []string{"2026-07-20T18:00:00.000Z", "2026-07-20T18:00:00Z", "2026-07-20T18:00:00.000+00:00", "2026-07-20T8:00:00.0000Z", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ts, err := UnmarshalDateTime(s)
-		if err != nil {
-			wantBadInput(t, s, err)
-			return
-		}
+	seeds := []string{"2026-07-20T18:00:00.000Z", "2026-07-20T18:00:00Z", "2026-07-20T18:00:00.000+00:00", "2026-07-20T8:00:00.0000Z", ""}
+	fuzzUnmarshal(f, seeds, UnmarshalDateTime, func(t *testing.T, s string, ts upstream.Timestamp) {
 		// What is accepted names one instant, printed in the canonical form,
 		// which reads back as the same instant.
 		out, _ := strconv.Unquote(printed(MarshalDateTime(ts)))
