@@ -51,27 +51,29 @@ func (s *BudgetsService) Create(ctx context.Context, in *BudgetCreate, opts *Wri
 	if err != nil {
 		return nil, err
 	}
-	r, st, err := fetch[budgetResult](ctx, s.c, call{op: op, method: "POST", route: "/v1/budgets", path: "/v1/budgets", body: in, idempotencyKey: key}, nil)
+	return s.write(ctx, "", call{op: op, method: "POST", route: "/v1/budgets", path: "/v1/budgets", body: in, idempotencyKey: key})
+}
+
+// write sends a create or update (of budget id, "" for a create) and tells
+// the cache: of the write, when it applied or may have, and of the
+// organization it answers for.
+func (s *BudgetsService) write(ctx context.Context, id string, cl call) (*Budget, error) {
+	r, st, err := fetch[budgetResult](ctx, s.c, cl, nil)
 	if err != nil {
 		if st.mayHaveApplied {
-			s.c.cache.written(ctx, "", "")
+			s.c.cache.written(ctx, id, "")
 		}
 		return nil, err
 	}
 	b := r.Data.Budget
 	s.c.cache.learnOrg(ctx, b.OrganizationID)
-	s.c.cache.written(ctx, "", b.OrganizationID)
+	s.c.cache.written(ctx, id, b.OrganizationID)
 	return &b, nil
 }
 
 // Get calls getBudget: GET /v1/budgets/{id}. The answer adds metrics and dimensions.
 func (s *BudgetsService) Get(ctx context.Context, id string) (*BudgetDetail, error) {
-	const op = ops.GetBudget
-	p, err := pathID(op, id)
-	if err != nil {
-		return nil, err
-	}
-	w, _, err := do[budgetDetailWire](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, safe: true, id: id})
+	w, err := readOf[budgetDetailWire](ctx, s.c, ops.GetBudget, "/v1/budgets/{id}", id, "")
 	if err != nil {
 		return nil, err
 	}
@@ -90,17 +92,7 @@ func (s *BudgetsService) Update(ctx context.Context, id string, in *BudgetUpdate
 	if err != nil {
 		return nil, err
 	}
-	r, st, err := fetch[budgetResult](ctx, s.c, call{op: op, method: "PATCH", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, body: in, idempotencyKey: key}, nil)
-	if err != nil {
-		if st.mayHaveApplied {
-			s.c.cache.written(ctx, id, "")
-		}
-		return nil, err
-	}
-	b := r.Data.Budget
-	s.c.cache.learnOrg(ctx, b.OrganizationID)
-	s.c.cache.written(ctx, id, b.OrganizationID)
-	return &b, nil
+	return s.write(ctx, id, call{op: op, method: "PATCH", route: "/v1/budgets/{id}", path: "/v1/budgets/" + p, body: in, idempotencyKey: key})
 }
 
 // Delete calls deleteBudget: DELETE /v1/budgets/{id}.
@@ -141,23 +133,22 @@ func (s *BudgetsService) Delete(ctx context.Context, id string) (*DeleteResult, 
 
 // Actuals calls getBudgetActuals: GET /v1/budgets/{id}/actuals.
 func (s *BudgetsService) Actuals(ctx context.Context, id string) (*BudgetActuals, error) {
-	const op = ops.GetBudgetActuals
-	p, err := pathID(op, id)
-	if err != nil {
-		return nil, err
-	}
-	v, _, err := do[BudgetActuals](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/actuals", path: "/v1/budgets/" + p + "/actuals", safe: true, id: id})
-	return v, err
+	return readOf[BudgetActuals](ctx, s.c, ops.GetBudgetActuals, "/v1/budgets/{id}/actuals", id, "/actuals")
 }
 
 // Planning calls getBudgetPlanning: GET /v1/budgets/{id}/planning.
 func (s *BudgetsService) Planning(ctx context.Context, id string) (*BudgetPlanning, error) {
-	const op = ops.GetBudgetPlanning
+	return readOf[BudgetPlanning](ctx, s.c, ops.GetBudgetPlanning, "/v1/budgets/{id}/planning", id, "/planning")
+}
+
+// readOf reads what op, GET route, answers of budget id: GET
+// /v1/budgets/{id} and sub.
+func readOf[T any](ctx context.Context, c *Client, op, route, id, sub string) (*T, error) {
 	p, err := pathID(op, id)
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := do[BudgetPlanning](ctx, s.c, call{op: op, method: "GET", route: "/v1/budgets/{id}/planning", path: "/v1/budgets/" + p + "/planning", safe: true, id: id})
+	v, _, err := do[T](ctx, c, call{op: op, method: "GET", route: route, path: "/v1/budgets/" + p + sub, safe: true, id: id})
 	return v, err
 }
 

@@ -52,37 +52,35 @@ func TestCacheFlightAfterWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := p.Data[0].ID
+	// name reads the budget's name in a goroutine of its own.
+	name := func() <-chan string {
+		got := make(chan string, 1)
+		go func() {
+			b, err := c.Budgets.Get(ctx, id)
+			if err != nil {
+				t.Error(err)
+				got <- ""
+				return
+			}
+			got <- b.Budget.Name
+		}()
+		return got
+	}
 	hold.Store(true)
-	done := make(chan string)
-	go func() {
-		b, err := c.Budgets.Get(ctx, id)
-		if err != nil {
-			t.Error(err)
-			done <- ""
-			return
-		}
-		done <- b.Budget.Name
-	}()
+	done := name()
 	<-recorded
 	hold.Store(false)
-	name := "renamed after the flight was sent"
-	if _, err := c.Budgets.Update(ctx, id, &BudgetUpdate{Name: &name}, nil); err != nil {
+	renamed := "renamed after the flight was sent"
+	if _, err := c.Budgets.Update(ctx, id, &BudgetUpdate{Name: &renamed}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The mutation answered. Now a new read with the same key:
-	after := make(chan string)
-	go func() {
-		b, err := c.Budgets.Get(ctx, id)
-		if err != nil {
-			t.Error(err)
-		}
-		after <- b.Budget.Name
-	}()
+	after := name()
 	time.Sleep(100 * time.Millisecond) // time for the read to join the held call, if it would
 	close(release)
 	<-done
-	if got := <-after; got != name {
-		t.Errorf("read started after the update answered got %q, want %q (joined a flight sent before the write)", got, name)
+	if got := <-after; got != renamed {
+		t.Errorf("read started after the update answered got %q, want %q (joined a flight sent before the write)", got, renamed)
 	}
 }
 

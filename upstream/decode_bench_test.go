@@ -2,8 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -23,13 +21,12 @@ import (
 //	go test -run='^$' -bench=Decode -benchmem ./upstream
 
 // answers holds the simulator's answers, fetched once per test binary.
-var answers = sync.OnceValues(fetchAnswers)
+var answers = sync.OnceValue(fetchAnswers)
 
-// fetchAnswers asks a simulator for one answer of each kind the benchmarks decode.
-func fetchAnswers() (map[string][]byte, error) {
+// fetchAnswers asks a simulator, as a handler, for one answer of each kind
+// the benchmarks decode.
+func fetchAnswers() map[string][]byte {
 	s := sim.New(sim.Options{})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
 	asOf := s.AsOf()
 	query := `{"dateRange":{"start":"` + asOf.AddDate(0, 0, -29).Format("2006-01-02") + `","end":"` +
 		asOf.Format("2006-01-02") + `"},"groupBy":"product_product_name","costType":"line_item_unblended_cost",` +
@@ -52,33 +49,19 @@ func fetchAnswers() (map[string][]byte, error) {
 	}
 	out := map[string][]byte{}
 	for name, r := range reqs {
-		req, err := http.NewRequest(r.method, srv.URL+r.path, strings.NewReader(r.body))
-		if err != nil {
-			return nil, err
-		}
+		req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 		req.Header.Set("Authorization", "Bearer "+sim.DemoKey)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		out[name] = b
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		out[name] = rec.Body.Bytes()
 	}
-	return out, nil
+	return out
 }
 
 // benchDecode decodes the named answer b.N times as type T.
 func benchDecode[T any](b *testing.B, name string) {
-	all, err := answers()
-	if err != nil {
-		b.Fatal(err)
-	}
-	body := all[name]
+	body := answers()[name]
 	if _, err := decodeBody[T](body); err != nil {
 		b.Fatalf("%s does not decode: %v\n%.300s", name, err, body)
 	}

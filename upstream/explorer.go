@@ -9,33 +9,30 @@ import (
 // ExplorerService calls the Explorer operations.
 type ExplorerService struct{ c *Client }
 
-// explorerCall is a POST Explorer query; it reads only, so it may be retried.
-func explorerCall(op, path string, q *ExplorerQuery) call {
-	return call{op: op, method: "POST", route: path, path: path, body: q, safe: true}
+// explore sends a POST Explorer query; it reads only, so it may be retried.
+func explore[T any](ctx context.Context, c *Client, op, path string, q *ExplorerQuery) (*T, error) {
+	v, _, err := do[T](ctx, c, call{op: op, method: "POST", route: path, path: path, body: q, safe: true})
+	return v, err
 }
 
 // Summary calls explorerSummary: POST /v1/explorer/summary.
 func (s *ExplorerService) Summary(ctx context.Context, q *ExplorerQuery) (*ExplorerSummary, error) {
-	v, _, err := do[ExplorerSummary](ctx, s.c, explorerCall(ops.ExplorerSummary, "/v1/explorer/summary", q))
-	return v, err
+	return explore[ExplorerSummary](ctx, s.c, ops.ExplorerSummary, "/v1/explorer/summary", q)
 }
 
 // PreviousPeriod calls explorerPreviousPeriod: POST /v1/explorer/previous-period.
 func (s *ExplorerService) PreviousPeriod(ctx context.Context, q *ExplorerQuery) (*ExplorerPreviousPeriod, error) {
-	v, _, err := do[ExplorerPreviousPeriod](ctx, s.c, explorerCall(ops.ExplorerPreviousPeriod, "/v1/explorer/previous-period", q))
-	return v, err
+	return explore[ExplorerPreviousPeriod](ctx, s.c, ops.ExplorerPreviousPeriod, "/v1/explorer/previous-period", q)
 }
 
 // History calls explorerHistory: POST /v1/explorer/history.
 func (s *ExplorerService) History(ctx context.Context, q *ExplorerQuery) (*ExplorerHistory, error) {
-	v, _, err := do[ExplorerHistory](ctx, s.c, explorerCall(ops.ExplorerHistory, "/v1/explorer/history", q))
-	return v, err
+	return explore[ExplorerHistory](ctx, s.c, ops.ExplorerHistory, "/v1/explorer/history", q)
 }
 
 // Heatmap calls explorerHeatmap: POST /v1/explorer/heatmap.
 func (s *ExplorerService) Heatmap(ctx context.Context, q *ExplorerQuery) (*ExplorerHeatmap, error) {
-	v, _, err := do[ExplorerHeatmap](ctx, s.c, explorerCall(ops.ExplorerHeatmap, "/v1/explorer/heatmap", q))
-	return v, err
+	return explore[ExplorerHeatmap](ctx, s.c, ops.ExplorerHeatmap, "/v1/explorer/heatmap", q)
 }
 
 // DimensionValues calls explorerDimensionValues: GET /v1/explorer/dimensions/{key}/values.

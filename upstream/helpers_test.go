@@ -93,6 +93,25 @@ func (f *fakeUpstream) count() int {
 	return len(f.reqs)
 }
 
+// saw returns the requests seen so far, and fails the test (but goes on)
+// unless there are n of them.
+func (f *fakeUpstream) saw(t *testing.T, n int) []seenRequest {
+	t.Helper()
+	reqs := f.requests()
+	if len(reqs) != n {
+		t.Errorf("upstream saw %d requests, want %d", len(reqs), n)
+	}
+	return reqs
+}
+
+// wantCount checks that the fake upstream saw n requests.
+func (f *fakeUpstream) wantCount(t *testing.T, n int) {
+	t.Helper()
+	if got := f.count(); got != n {
+		t.Errorf("upstream saw %d requests, want %d", got, n)
+	}
+}
+
 // answer returns a handler that always writes status and body as JSON.
 func answer(status int, body string) func(http.ResponseWriter, *http.Request, int) {
 	return func(w http.ResponseWriter, _ *http.Request, _ int) { writeJSON(w, status, body) }

@@ -45,54 +45,51 @@ func pageLen[T any](p *upstream.Page[T], err error) (int, error) {
 	return len(p.Data), nil
 }
 
+// listerOf reduces one service's List and All, picked from the client by
+// svc, to a lister whose records are told apart by id.
+func listerOf[S, T any](name, path string, item func(i int) string, svc func(*upstream.Client) S,
+	list func(S, context.Context, *upstream.ListOptions) (*upstream.Page[T], error),
+	all func(S, context.Context, int) iter.Seq2[T, error], id func(T) string,
+) lister {
+	return lister{
+		name: name, path: path, item: item,
+		list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
+			return pageLen(list(svc(c), ctx, o))
+		},
+		all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
+			return ids(all(svc(c), ctx, n), id)
+		},
+	}
+}
+
 func listers() []lister {
 	return []lister{
-		{
-			name: "Recommendations", path: "/v1/recommendations",
-			item: func(i int) string {
+		listerOf("Recommendations", "/v1/recommendations",
+			func(i int) string {
 				return withID(recommendationJSON, `"recommendation_id":"rec-ec2-rightsize-001"`, fmt.Sprintf(`"recommendation_id":"id-%d","extra_%d":true`, i, i))
 			},
-			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				return pageLen(c.Recommendations.List(ctx, o))
-			},
-			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
-				return ids(c.Recommendations.All(ctx, n), func(r upstream.Recommendation) string { return r.RecommendationID })
-			},
-		},
-		{
-			name: "Anomalies", path: "/v1/anomalies",
-			item: func(i int) string {
+			func(c *upstream.Client) *upstream.RecommendationsService { return c.Recommendations },
+			(*upstream.RecommendationsService).List, (*upstream.RecommendationsService).All,
+			func(r upstream.Recommendation) string { return r.RecommendationID }),
+		listerOf("Anomalies", "/v1/anomalies",
+			func(i int) string {
 				return withID(anomalyJSON, `"anomaly_id":"anom-ec2-spike-001"`, fmt.Sprintf(`"anomaly_id":"id-%d"`, i))
 			},
-			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				return pageLen(c.Anomalies.List(ctx, o))
-			},
-			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
-				return ids(c.Anomalies.All(ctx, n), func(a upstream.Anomaly) string { return a.AnomalyID })
-			},
-		},
-		{
-			name: "Budgets", path: "/v1/budgets",
-			item: func(i int) string { return withID(budgetJSON, `"id":"bud_1"`, fmt.Sprintf(`"id":"id-%d"`, i)) },
-			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				return pageLen(c.Budgets.List(ctx, o))
-			},
-			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
-				return ids(c.Budgets.All(ctx, n), func(b upstream.Budget) string { return b.ID })
-			},
-		},
-		{
-			name: "Notifications", path: "/v1/notifications/scheduled",
-			item: func(i int) string {
+			func(c *upstream.Client) *upstream.AnomaliesService { return c.Anomalies },
+			(*upstream.AnomaliesService).List, (*upstream.AnomaliesService).All,
+			func(a upstream.Anomaly) string { return a.AnomalyID }),
+		listerOf("Budgets", "/v1/budgets",
+			func(i int) string { return withID(budgetJSON, `"id":"bud_1"`, fmt.Sprintf(`"id":"id-%d"`, i)) },
+			func(c *upstream.Client) *upstream.BudgetsService { return c.Budgets },
+			(*upstream.BudgetsService).List, (*upstream.BudgetsService).All,
+			func(b upstream.Budget) string { return b.ID }),
+		listerOf("Notifications", "/v1/notifications/scheduled",
+			func(i int) string {
 				return withID(notificationJSON, `"id":"clxnotif01"`, fmt.Sprintf(`"id":"id-%d"`, i))
 			},
-			list: func(ctx context.Context, c *upstream.Client, o *upstream.ListOptions) (int, error) {
-				return pageLen(c.Notifications.ListScheduled(ctx, o))
-			},
-			all: func(ctx context.Context, c *upstream.Client, n int) iter.Seq2[string, error] {
-				return ids(c.Notifications.AllScheduled(ctx, n), func(s upstream.ScheduledNotification) string { return s.ID })
-			},
-		},
+			func(c *upstream.Client) *upstream.NotificationsService { return c.Notifications },
+			(*upstream.NotificationsService).ListScheduled, (*upstream.NotificationsService).AllScheduled,
+			func(s upstream.ScheduledNotification) string { return s.ID }),
 	}
 }
 
@@ -126,9 +123,9 @@ func TestListOptions(t *testing.T) {
 		{name: "cursor needing escapes", opts: &upstream.ListOptions{Limit: 7, Cursor: odd}, want: url.Values{"limit": {"7"}, "cursor": {odd}}},
 		{name: "bad limit with cursor", opts: &upstream.ListOptions{Limit: 1000, Cursor: "c"}},
 	}
-	for _, l := range listers() {
+	forListers(t, func(t *testing.T, l lister) {
 		for _, tc := range tests {
-			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
 				f := newFake(t, answer(http.StatusOK, emptyPage))
 				c := newTestClient(t, f.URL)
@@ -162,7 +159,7 @@ func TestListOptions(t *testing.T) {
 				}
 			})
 		}
-	}
+	})
 }
 
 // pager serves n records of a lister in pages, with cursors that need
@@ -209,6 +206,43 @@ func wantIDs(from, to int) []string {
 	return out
 }
 
+// forListers runs test for every lister, each in a parallel subtest.
+func forListers(t *testing.T, test func(t *testing.T, l lister)) {
+	for _, l := range listers() {
+		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, l)
+		})
+	}
+}
+
+// walk runs l's All as ctx, a page size of pageSize, against a fake upstream
+// answering with h, and returns what collect saw and the fake.
+func walk(t *testing.T, ctx context.Context, l lister, h func(http.ResponseWriter, *http.Request, int),
+	pageSize, stopAfter int, opts ...upstream.Option,
+) ([]string, []error, *fakeUpstream) {
+	t.Helper()
+	f := newFake(t, h)
+	c := newTestClient(t, f.URL, opts...)
+	got, errs := collect(l.all(ctx, c, pageSize), stopAfter)
+	return got, errs, f
+}
+
+// checkWalk checks a walk's sequence, and that it yielded exactly one error,
+// wantErr, or none if wantErr is nil.
+func checkWalk(t *testing.T, got []string, errs []error, want []string, wantErr error) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sequence (-want +got):\n%s", diff)
+	}
+	if wantErr == nil && len(errs) > 0 {
+		t.Errorf("errors: %v", errs)
+	}
+	if wantErr != nil && (len(errs) != 1 || !errors.Is(errs[0], wantErr)) {
+		t.Errorf("errors = %v, want one %v", errs, wantErr)
+	}
+}
+
 // collect runs a sequence to its end or to stopAfter values, and returns the
 // ids and errors in the order they came.
 func collect(seq iter.Seq2[string, error], stopAfter int) (got []string, errs []error) {
@@ -247,24 +281,13 @@ func TestAllWalksEveryPage(t *testing.T) {
 		{name: "largest page size", records: 201, pageSize: 200, wantCalls: 2, wantLimit: "200"},
 		{name: "empty list", records: 0, pageSize: 5, wantCalls: 1, wantLimit: "5"},
 	}
-	for _, l := range listers() {
+	forListers(t, func(t *testing.T, l lister) {
 		for _, tc := range tests {
-			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				f := newFake(t, pager(t, l, tc.records))
-				c := newTestClient(t, f.URL)
-				got, errs := collect(l.all(keyCtx(t), c, tc.pageSize), 0)
-				if len(errs) > 0 {
-					t.Fatalf("errors: %v", errs)
-				}
-				if diff := cmp.Diff(wantIDs(0, tc.records), got); diff != "" {
-					t.Errorf("ids (-want +got):\n%s", diff)
-				}
-				reqs := f.requests()
-				if len(reqs) != tc.wantCalls {
-					t.Errorf("upstream saw %d requests, want %d", len(reqs), tc.wantCalls)
-				}
-				for i, r := range reqs {
+				got, errs, f := walk(t, keyCtx(t), l, pager(t, l, tc.records), tc.pageSize, 0)
+				checkWalk(t, got, errs, wantIDs(0, tc.records), nil)
+				for i, r := range f.saw(t, tc.wantCalls) {
 					if got := r.Query.Get("limit"); got != tc.wantLimit {
 						t.Errorf("request %d: limit = %q, want %q", i+1, got, tc.wantLimit)
 					}
@@ -274,7 +297,7 @@ func TestAllWalksEveryPage(t *testing.T) {
 				}
 			})
 		}
-	}
+	})
 }
 
 func TestAllStopsWhenTheConsumerBreaks(t *testing.T) {
@@ -288,53 +311,32 @@ func TestAllStopsWhenTheConsumerBreaks(t *testing.T) {
 		{"at the end of the first page", 5, 1},
 		{"inside the second page", 7, 2},
 	}
-	for _, l := range listers() {
+	forListers(t, func(t *testing.T, l lister) {
 		for _, tc := range tests {
-			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				f := newFake(t, pager(t, l, 23))
-				c := newTestClient(t, f.URL)
-				got, errs := collect(l.all(keyCtx(t), c, 5), tc.stopAfter)
-				if len(errs) > 0 {
-					t.Fatalf("errors: %v", errs)
-				}
-				if diff := cmp.Diff(wantIDs(0, tc.stopAfter), got); diff != "" {
-					t.Errorf("ids (-want +got):\n%s", diff)
-				}
-				if n := f.count(); n != tc.wantCalls {
-					t.Errorf("upstream saw %d requests, want %d", n, tc.wantCalls)
-				}
+				got, errs, f := walk(t, keyCtx(t), l, pager(t, l, 23), 5, tc.stopAfter)
+				checkWalk(t, got, errs, wantIDs(0, tc.stopAfter), nil)
+				f.wantCount(t, tc.wantCalls)
 			})
 		}
-	}
+	})
 }
 
 func TestAllYieldsAFailingPage(t *testing.T) {
 	t.Parallel()
-	for _, l := range listers() {
-		t.Run(l.name, func(t *testing.T) {
-			t.Parallel()
-			serve := pager(t, l, 23)
-			f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				if n == 2 {
-					writeJSON(w, http.StatusInternalServerError, envelope("internal_error", "boom", "r"))
-					return
-				}
-				serve(w, r, n)
-			})
-			c := newTestClient(t, f.URL, upstream.WithRetry(noRetry))
-			got, errs := collect(l.all(keyCtx(t), c, 5), 0)
-			if diff := cmp.Diff(append(wantIDs(0, 5), "error"), got); diff != "" {
-				t.Errorf("sequence (-want +got):\n%s", diff)
+	forListers(t, func(t *testing.T, l lister) {
+		serve := pager(t, l, 23)
+		got, errs, f := walk(t, keyCtx(t), l, func(w http.ResponseWriter, r *http.Request, n int) {
+			if n == 2 {
+				writeJSON(w, http.StatusInternalServerError, envelope("internal_error", "boom", "r"))
+				return
 			}
-			if len(errs) != 1 || !errors.Is(errs[0], upstream.ErrUnavailable) {
-				t.Errorf("errors = %v, want one ErrUnavailable", errs)
-			}
-			if n := f.count(); n != 2 {
-				t.Errorf("upstream saw %d requests, want 2", n)
-			}
-		})
-	}
+			serve(w, r, n)
+		}, 5, 0, upstream.WithRetry(noRetry))
+		checkWalk(t, got, errs, append(wantIDs(0, 5), "error"), upstream.ErrUnavailable)
+		f.wantCount(t, 2)
+	})
 }
 
 func TestAllRefusesBadInput(t *testing.T) {
@@ -349,25 +351,16 @@ func TestAllRefusesBadInput(t *testing.T) {
 		{"negative page size", keyCtx, -1, upstream.ErrInvalidRequest},
 		{"no key", func(t *testing.T) context.Context { return t.Context() }, 5, upstream.ErrNoAPIKey},
 	}
-	for _, l := range listers() {
+	forListers(t, func(t *testing.T, l lister) {
 		for _, tc := range tests {
-			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				f := newFake(t, pager(t, l, 23))
-				c := newTestClient(t, f.URL)
-				got, errs := collect(l.all(tc.ctx(t), c, tc.pageSize), 0)
-				if diff := cmp.Diff([]string{"error"}, got); diff != "" {
-					t.Errorf("sequence (-want +got):\n%s", diff)
-				}
-				if len(errs) != 1 || !errors.Is(errs[0], tc.want) {
-					t.Errorf("errors = %v, want %v", errs, tc.want)
-				}
-				if n := f.count(); n != 0 {
-					t.Errorf("upstream saw %d requests, want none", n)
-				}
+				got, errs, f := walk(t, tc.ctx(t), l, pager(t, l, 23), tc.pageSize, 0)
+				checkWalk(t, got, errs, []string{"error"}, tc.want)
+				f.wantCount(t, 0)
 			})
 		}
-	}
+	})
 }
 
 func TestAllDetectsARepeatingCursor(t *testing.T) {
@@ -381,11 +374,11 @@ func TestAllDetectsARepeatingCursor(t *testing.T) {
 		{"cycle of two", []string{"A", "B", "A"}, 3},
 		{"empty cursor with has_more", []string{""}, 1},
 	}
-	for _, l := range listers() {
+	forListers(t, func(t *testing.T, l lister) {
 		for _, tc := range tests {
-			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+				got, errs, f := walk(t, keyCtx(t), l, func(w http.ResponseWriter, _ *http.Request, n int) {
 					if n > 10 {
 						t.Errorf("request %d: the iterator is looping", n)
 						writeJSON(w, http.StatusOK, emptyPage)
@@ -394,40 +387,23 @@ func TestAllDetectsARepeatingCursor(t *testing.T) {
 					cur := tc.cursors[min(n, len(tc.cursors))-1]
 					writeJSON(w, http.StatusOK, fmt.Sprintf(`{"data":[%s],"pagination":{"limit":1,"has_more":true,"next_cursor":%q}}`,
 						l.item(n-1), cur))
-				})
-				c := newTestClient(t, f.URL)
-				got, errs := collect(l.all(keyCtx(t), c, 1), 0)
-				if diff := cmp.Diff(append(wantIDs(0, tc.wantCalls), "error"), got); diff != "" {
-					t.Errorf("sequence (-want +got):\n%s", diff)
-				}
-				if len(errs) != 1 || !errors.Is(errs[0], upstream.ErrBadResponse) {
-					t.Errorf("errors = %v, want one ErrBadResponse", errs)
-				}
-				if n := f.count(); n != tc.wantCalls {
-					t.Errorf("upstream saw %d requests, want %d", n, tc.wantCalls)
-				}
+				}, 1, 0)
+				checkWalk(t, got, errs, append(wantIDs(0, tc.wantCalls), "error"), upstream.ErrBadResponse)
+				f.wantCount(t, tc.wantCalls)
 			})
 		}
-	}
+	})
 }
 
 // has_more is the contract's end marker: a cursor on the last page is ignored.
 func TestAllStopsWhenHasMoreIsFalse(t *testing.T) {
 	t.Parallel()
-	for _, l := range listers() {
-		t.Run(l.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFake(t, answer(http.StatusOK, `{"data":[`+l.item(0)+`],"pagination":{"limit":50,"has_more":false,"next_cursor":"more?"}}`))
-			c := newTestClient(t, f.URL)
-			got, errs := collect(l.all(keyCtx(t), c, 0), 0)
-			if len(errs) > 0 || !cmp.Equal(wantIDs(0, 1), got) {
-				t.Errorf("sequence = %v, errors %v; want [id-0]", got, errs)
-			}
-			if n := f.count(); n != 1 {
-				t.Errorf("upstream saw %d requests, want 1", n)
-			}
-		})
-	}
+	forListers(t, func(t *testing.T, l lister) {
+		got, errs, f := walk(t, keyCtx(t), l,
+			answer(http.StatusOK, `{"data":[`+l.item(0)+`],"pagination":{"limit":50,"has_more":false,"next_cursor":"more?"}}`), 0, 0)
+		checkWalk(t, got, errs, wantIDs(0, 1), nil)
+		f.wantCount(t, 1)
+	})
 }
 
 // The contract ends a list only where has_more is false: a page with
@@ -440,39 +416,30 @@ func TestAllGoesOnPastEmptyPages(t *testing.T) {
 		name      string
 		empty     int // pages with has_more and no records before the one record
 		wantCalls int
-		wantErr   bool
+		wantErr   error
 	}{
 		{name: "one empty page", empty: 1, wantCalls: 2},
 		{name: "empty pages short of the run", empty: upstream.MaxEmptyPages - 1, wantCalls: upstream.MaxEmptyPages},
-		{name: "a run of empty pages", empty: 1000, wantCalls: upstream.MaxEmptyPages, wantErr: true},
+		{name: "a run of empty pages", empty: 1000, wantCalls: upstream.MaxEmptyPages, wantErr: upstream.ErrBadResponse},
 	}
-	for _, l := range listers() {
+	forListers(t, func(t *testing.T, l lister) {
 		for _, tc := range tests {
-			t.Run(l.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				f := newFake(t, func(w http.ResponseWriter, _ *http.Request, n int) {
+				got, errs, f := walk(t, keyCtx(t), l, func(w http.ResponseWriter, _ *http.Request, n int) {
 					if n <= tc.empty {
 						writeJSON(w, http.StatusOK, fmt.Sprintf(`{"data":[],"pagination":{"limit":1,"has_more":true,"next_cursor":"c%d"}}`, n))
 						return
 					}
 					writeJSON(w, http.StatusOK, `{"data":[`+l.item(0)+`],"pagination":{"limit":1,"has_more":false,"next_cursor":null}}`)
-				})
-				c := newTestClient(t, f.URL)
-				got, errs := collect(l.all(keyCtx(t), c, 1), 0)
+				}, 1, 0)
 				want := wantIDs(0, 1)
-				if tc.wantErr {
+				if tc.wantErr != nil {
 					want = []string{"error"}
 				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("sequence (-want +got):\n%s", diff)
-				}
-				if tc.wantErr != (len(errs) == 1 && errors.Is(errs[0], upstream.ErrBadResponse)) || !tc.wantErr && len(errs) > 0 {
-					t.Errorf("errors = %v, want an ErrBadResponse: %t", errs, tc.wantErr)
-				}
-				if n := f.count(); n != tc.wantCalls {
-					t.Errorf("upstream saw %d requests, want %d", n, tc.wantCalls)
-				}
+				checkWalk(t, got, errs, want, tc.wantErr)
+				f.wantCount(t, tc.wantCalls)
 			})
 		}
-	}
+	})
 }

@@ -374,23 +374,23 @@ func methodCases() []methodCase {
 	}
 }
 
-// distinctOps counts the operations cases call: an operation may have
-// several cases.
-func distinctOps(cases []methodCase) int {
+// coveringOps returns cases after checking that they call want distinct
+// operations (an operation may have several cases); of says which cases.
+func coveringOps(t *testing.T, cases []methodCase, want int, of string) []methodCase {
+	t.Helper()
 	ops := map[string]bool{}
 	for _, tc := range cases {
 		ops[tc.op] = true
 	}
-	return len(ops)
+	if len(ops) != want {
+		t.Fatalf("%s: %d operations, want %d", of, len(ops), want)
+	}
+	return cases
 }
 
 func TestMethodsSendContractRequests(t *testing.T) {
 	t.Parallel()
-	cases := methodCases()
-	if n := distinctOps(cases); n != 17 {
-		t.Fatalf("methodCases has %d operations, want the contract's 17", n)
-	}
-	for _, tc := range cases {
+	for _, tc := range coveringOps(t, methodCases(), 17, "methodCases (the contract's operations)") {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFake(t, answer(http.StatusOK, tc.answer))

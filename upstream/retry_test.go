@@ -48,11 +48,7 @@ func safeCalls() []methodCase {
 
 func TestSafeCallsRetryTemporaryFailures(t *testing.T) {
 	t.Parallel()
-	calls := safeCalls()
-	if n := distinctOps(calls); n != 14 {
-		t.Fatalf("safe calls of %d operations, want 14 (every operation but create, update, delete)", n)
-	}
-	for _, mc := range calls {
+	for _, mc := range coveringOps(t, safeCalls(), 14, "safe calls (every operation but create, update, delete)") {
 		for _, fl := range temporaryFailures() {
 			t.Run(mc.name+"/"+fl.name+"/recovers", func(t *testing.T) {
 				t.Parallel()

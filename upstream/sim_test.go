@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -438,35 +437,22 @@ func checkBudget(t *testing.T, b upstream.Budget, org string, client int64) {
 func TestSimPaging(t *testing.T) {
 	t.Parallel()
 	s, c := newSim(t)
-	type collection struct {
-		name string
-		op   string
-		all  func(ctx context.Context, size int) iter.Seq2[string, error]
-	}
-	collections := []collection{
-		{sim.CollectionBudgets, ops.ListBudgets, func(ctx context.Context, n int) iter.Seq2[string, error] {
-			return ids(c.Budgets.All(ctx, n), func(b upstream.Budget) string { return b.ID })
-		}},
-		{sim.CollectionRecommendations, ops.ListRecommendations, func(ctx context.Context, n int) iter.Seq2[string, error] {
-			return ids(c.Recommendations.All(ctx, n), func(r upstream.Recommendation) string { return r.RecommendationID })
-		}},
-		{sim.CollectionAnomalies, ops.ListAnomalies, func(ctx context.Context, n int) iter.Seq2[string, error] {
-			return ids(c.Anomalies.All(ctx, n), func(a upstream.Anomaly) string { return a.AnomalyID })
-		}},
-		{sim.CollectionNotifications, ops.ListScheduledNotifications, func(ctx context.Context, n int) iter.Seq2[string, error] {
-			return ids(c.Notifications.AllScheduled(ctx, n), func(x upstream.ScheduledNotification) string { return x.ID })
-		}},
+	// The simulator's collection of each lister's records.
+	collections := map[string]string{
+		"Budgets": sim.CollectionBudgets, "Recommendations": sim.CollectionRecommendations,
+		"Anomalies": sim.CollectionAnomalies, "Notifications": sim.CollectionNotifications,
 	}
 	for _, key := range []string{sim.DemoKey, sim.OtherOrgKey} {
-		for _, col := range collections {
-			want := s.IDs(key, col.name)
+		for _, l := range listers() {
+			col := collections[l.name]
+			want := s.IDs(key, col)
 			if len(want) == 0 {
-				t.Fatalf("IDs(%s, %s) is empty", key, col.name)
+				t.Fatalf("IDs(%s, %s) is empty", key, col)
 			}
 			for _, size := range []int{1, 7, 50, 200, 0} {
-				t.Run(fmt.Sprintf("%s/%s/%d", key, col.name, size), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%d", key, col, size), func(t *testing.T) {
 					t.Parallel()
-					got, errs := collect(col.all(as(t, key), size), 0)
+					got, errs := collect(l.all(as(t, key), c, size), 0)
 					if len(errs) > 0 {
 						t.Fatalf("errors: %v", errs)
 					}
@@ -479,9 +465,9 @@ func TestSimPaging(t *testing.T) {
 	}
 	// The other organization's data is disjoint from organization one's.
 	for _, col := range collections {
-		for _, id := range s.IDs(sim.OtherOrgKey, col.name) {
-			if slices.Contains(s.IDs(sim.DemoKey, col.name), id) {
-				t.Errorf("%s id %s is in both organizations", col.name, id)
+		for _, id := range s.IDs(sim.OtherOrgKey, col) {
+			if slices.Contains(s.IDs(sim.DemoKey, col), id) {
+				t.Errorf("%s id %s is in both organizations", col, id)
 			}
 		}
 	}

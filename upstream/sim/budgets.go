@@ -268,17 +268,28 @@ func listBudgets(c *call) response {
 	return c.list(data, p)
 }
 
-// readBudget answers with read of the budget of the path's {id}, under the
-// organization's read lock, or 404 when the organization has none so named.
-func readBudget(c *call, read func(o *org, b *budget) response) response {
-	o := c.org
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	b := o.findBudget(c.params["id"])
+// onBudget answers with do of the budget of the path's {id}, or 404 when
+// the organization has none so named; the caller holds c.org.mu.
+func (c *call) onBudget(do func(o *org, b *budget) response) response {
+	b := c.org.findBudget(c.params["id"])
 	if b == nil {
 		return c.notFound("Budget")
 	}
-	return read(o, b)
+	return do(c.org, b)
+}
+
+// readBudget is onBudget under the organization's read lock.
+func readBudget(c *call, read func(o *org, b *budget) response) response {
+	c.org.mu.RLock()
+	defer c.org.mu.RUnlock()
+	return c.onBudget(read)
+}
+
+// budgetAnswer is the answer of a create or update: the budget written.
+func (c *call) budgetAnswer(o *org, b *budget) response {
+	return c.ok(struct {
+		Budget budgetRecord `json:"budget"`
+	}{o.record(b, o.planning(b))})
 }
 
 func getBudget(c *call) response {
@@ -467,56 +478,46 @@ func createBudget(c *call) response {
 		b.rows = o.newRows(g, b.report.values, now)
 		o.budgets = append(o.budgets, b)
 		o.byID[b.id] = b
-		return c.ok(struct {
-			Budget budgetRecord `json:"budget"`
-		}{o.record(b, o.planning(b))})
+		return c.budgetAnswer(o, b)
 	})
 }
 
 func updateBudget(c *call) response {
 	return c.idempotent(func(f *fields) response {
-		o := c.org
-		b := o.findBudget(c.params["id"])
-		if b == nil {
-			return c.notFound("Budget")
-		}
-		w := readBudgetWrite(f, o)
-		if f.err != "" {
-			return c.invalid(f.err)
-		}
-		now := c.s.writeTime()
-		if !now.After(b.updatedAt) {
-			now = b.updatedAt.Add(time.Millisecond) // updatedAt always moves forward
-		}
-		if w.apply(b) {
-			g := &gen{r: o.rng, ids: c.s.ids}
-			b.rows = o.newRows(g, b.report.values, now)
-		}
-		b.updatedAt = now
-		return c.ok(struct {
-			Budget budgetRecord `json:"budget"`
-		}{o.record(b, o.planning(b))})
+		return c.onBudget(func(o *org, b *budget) response {
+			w := readBudgetWrite(f, o)
+			if f.err != "" {
+				return c.invalid(f.err)
+			}
+			now := c.s.writeTime()
+			if !now.After(b.updatedAt) {
+				now = b.updatedAt.Add(time.Millisecond) // updatedAt always moves forward
+			}
+			if w.apply(b) {
+				g := &gen{r: o.rng, ids: c.s.ids}
+				b.rows = o.newRows(g, b.report.values, now)
+			}
+			b.updatedAt = now
+			return c.budgetAnswer(o, b)
+		})
 	})
 }
 
 func deleteBudget(c *call) response {
-	o := c.org
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	b := o.findBudget(c.params["id"])
-	if b == nil {
-		return c.notFound("Budget")
-	}
-	delete(o.byID, b.id)
-	for i, x := range o.budgets {
-		if x == b {
-			o.budgets = append(o.budgets[:i:i], o.budgets[i+1:]...)
-			break
+	c.org.mu.Lock()
+	defer c.org.mu.Unlock()
+	return c.onBudget(func(o *org, b *budget) response {
+		delete(o.byID, b.id)
+		for i, x := range o.budgets {
+			if x == b {
+				o.budgets = append(o.budgets[:i:i], o.budgets[i+1:]...)
+				break
+			}
 		}
-	}
-	return c.ok(struct {
-		Success bool `json:"success"`
-	}{true})
+		return c.ok(struct {
+			Success bool `json:"success"`
+		}{true})
+	})
 }
 
 // lookbackEntry is one month of a lookback answer.

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -25,36 +26,40 @@ const (
 	numCostTypes
 )
 
+// columnNames returns the Explorer names of the dimension columns, by index.
+func columnNames() []string {
+	return []string{colService: "product_product_name", colAccount: "billing_account_name"}
+}
+
+// costTypeNames returns the Explorer names of the cost measures, by index.
+func costTypeNames() []string {
+	return []string{
+		costUnblended:    "line_item_unblended_cost",
+		costNetUnblended: "line_item_net_unblended_cost",
+		costAmortized:    "line_item_amortized_cost",
+		costBlended:      "line_item_blended_cost",
+	}
+}
+
 // columnName returns the Explorer name of a dimension column.
 func columnName(col int) string {
 	if col == colAccount {
-		return "billing_account_name"
+		return columnNames()[colAccount]
 	}
-	return "product_product_name"
+	return columnNames()[colService]
 }
 
 // columnIndex maps an Explorer column name to its index.
-func columnIndex(name string) (int, bool) {
-	switch name {
-	case "product_product_name":
-		return colService, true
-	case "billing_account_name":
-		return colAccount, true
-	}
-	return 0, false
-}
+func columnIndex(name string) (int, bool) { return nameIndex(columnNames(), name) }
 
 // costTypeIndex maps an Explorer cost measure name to its index.
-func costTypeIndex(name string) (int, bool) {
-	switch name {
-	case "line_item_unblended_cost":
-		return costUnblended, true
-	case "line_item_net_unblended_cost":
-		return costNetUnblended, true
-	case "line_item_amortized_cost":
-		return costAmortized, true
-	case "line_item_blended_cost":
-		return costBlended, true
+func costTypeIndex(name string) (int, bool) { return nameIndex(costTypeNames(), name) }
+
+// nameIndex returns the index of name in names, or 0 and false when it is
+// not there.
+func nameIndex(names []string, name string) (int, bool) {
+	if i := slices.Index(names, name); i >= 0 {
+		return i, true
 	}
 	return 0, false
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -301,24 +302,26 @@ func compactJSON(v json.RawMessage) json.RawMessage {
 // nor repeat records.
 func (c *call) page() (limit int, after int64, bad *response) {
 	q := c.r.URL.Query()
-	limit = defaultLimit
-	if vs, ok := q["limit"]; ok {
-		n, ok := parseLimit(vs[0])
-		if !ok {
-			r := c.fail(http.StatusBadRequest, "invalid_limit", "limit must be an integer from 1 to 200")
-			return 0, 0, &r
-		}
-		limit = n
+	limit, ok := queryValue(q, "limit", parseLimit, defaultLimit)
+	if !ok {
+		r := c.fail(http.StatusBadRequest, "invalid_limit", "limit must be an integer from 1 to 200")
+		return 0, 0, &r
 	}
-	if vs, ok := q["cursor"]; ok {
-		n, ok := decodeCursor(vs[0])
-		if !ok {
-			r := c.fail(http.StatusBadRequest, "invalid_cursor", "cursor is not a cursor this API issued")
-			return 0, 0, &r
-		}
-		after = n
+	if after, ok = queryValue(q, "cursor", decodeCursor, 0); !ok {
+		r := c.fail(http.StatusBadRequest, "invalid_cursor", "cursor is not a cursor this API issued")
+		return 0, 0, &r
 	}
 	return limit, after, nil
+}
+
+// queryValue parses the first value of the query parameter name, or is def
+// when the query has none; ok is false when the value does not parse.
+func queryValue[T any](q url.Values, name string, parse func(string) (T, bool), def T) (v T, ok bool) {
+	vs, present := q[name]
+	if !present {
+		return def, true
+	}
+	return parse(vs[0])
 }
 
 func parseLimit(s string) (int, bool) {
