@@ -208,9 +208,8 @@ func TestWaitingRequestAnswersAtItsDeadline(t *testing.T) {
 	if waited.r.status != 504 || waited.r.code(t) != string(codes.RequestTimeout) {
 		t.Errorf("the waiting request: %d %s", waited.r.status, waited.r.raw)
 	}
-	// On the real clock: the simulator is served over TCP, and the
-	// loaders run on internal/gopool's goroutines, neither of which a
-	// synctest bubble can hold.
+	// On the real clock: the simulator is served over TCP, which a
+	// synctest bubble cannot hold.
 	if took < 150*time.Millisecond || took > time.Second {
 		t.Errorf("the waiting request was answered after %v, want at its deadline of 200ms", took)
 	}

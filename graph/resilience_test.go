@@ -209,8 +209,8 @@ func TestCancelledRequestStopsFanOut(t *testing.T) {
 	e.h.ServeHTTP(httptest.NewRecorder(), postReader(strings.NewReader(body), sim.DemoKey).WithContext(ctx))
 	// A call started late would start as one in flight ends, within the
 	// latency. This waits for something not to happen, which no event says
-	// (the loaders' calls run on internal/gopool, out of any synctest
-	// bubble): a slow machine can only hide a straggler.
+	// (the calls reach the simulator over loopback TCP, which a synctest
+	// bubble cannot wait on): a slow machine can only hide a straggler.
 	time.Sleep(3 * latency)
 	if n := e.sim.Calls(ops.GetBudget) + e.sim.Calls(ops.GetBudgetActuals); n > 12 {
 		t.Fatalf("%d of 48 fan-out calls were sent; after the client went away in the second round, at most 12 should be", n)

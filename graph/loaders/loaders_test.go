@@ -31,9 +31,6 @@ func holding(n int) *counting {
 }
 
 // waitStarted waits for n calls of c to start, failing if they do not in 5 s.
-// (These tests cannot run in a synctest bubble: the loaders run calls on the
-// process's goroutine pool, internal/gopool, whose goroutines are no
-// bubble's.)
 func (c *counting) waitStarted(t *testing.T, n int) {
 	t.Helper()
 	timeout := time.After(5 * time.Second)
