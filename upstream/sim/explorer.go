@@ -74,12 +74,11 @@ func readExplorerQuery(c *call) (explorerQuery, *response) {
 			norm.Start, norm.End = s.Format(dateLayout), e.Format(dateLayout)
 		}
 	}
-	if s, ok := f.oneOf("groupBy", "product_product_name", "billing_account_name"); ok {
+	if s, ok := f.oneOf("groupBy", columnNames()...); ok {
 		q.groupBy, _ = columnIndex(s)
 		norm.GroupBy = s
 	}
-	if s, ok := f.oneOf("costType", "line_item_unblended_cost", "line_item_net_unblended_cost", "line_item_amortized_cost",
-		"line_item_blended_cost"); ok {
+	if s, ok := f.oneOf("costType", costTypeNames()...); ok {
 		q.costType, _ = costTypeIndex(s)
 		norm.CostType = s
 	}
@@ -100,7 +99,7 @@ func readExplorerQuery(c *call) (explorerQuery, *response) {
 			}
 			fi := f.child(item, name)
 			fi.require("dimension", "operator", "values")
-			dim, okD := fi.oneOf("dimension", "product_product_name", "billing_account_name")
+			dim, okD := fi.oneOf("dimension", columnNames()...)
 			op, okO := fi.oneOf("operator", "in", "not_in")
 			vals, okV := fi.array("values")
 			if !okD || !okO || !okV {
