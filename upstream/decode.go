@@ -467,23 +467,65 @@ func readAmounts(d *jsontext.Decoder, out *map[string]float64, names *interner) 
 	return ok, err
 }
 
-// readRaws reads an object of any values, kept as raw JSON.
-func readRaws(d *jsontext.Decoder, out *map[string]json.RawMessage, names *interner) (bool, error) {
-	m := *out
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	ok, err := readMembers(d, names, func(name string) error {
+// rowReader reads the rows of one history answer. The rows share blocks
+// of columns and of values, and the interner's names: every row has the
+// same columns.
+type rowReader struct {
+	names  interner
+	values arena
+	cols   []HistoryColumn // the block the next row's columns go to
+}
+
+// columnBlock is how many columns a block of a rowReader holds.
+const columnBlock = 256
+
+// read reads one row into row: a JSON object of any values, each kept as
+// raw JSON. JSON null reads nothing and reports false.
+func (rr *rowReader) read(d *jsontext.Decoder, row *HistoryRow) (bool, error) {
+	start := len(rr.cols)
+	ok, err := readMembers(d, &rr.names, func(name string) error {
 		val, err := d.ReadValue()
-		m[name] = bytes.Clone(val)
-		return err
+		if err != nil {
+			return err
+		}
+		if len(rr.cols) == cap(rr.cols) {
+			// A new block, which takes the row's columns so far: a row's
+			// columns stay in one block.
+			n := len(rr.cols) - start
+			block := make([]HistoryColumn, n, max(columnBlock, 2*n))
+			copy(block, rr.cols[start:])
+			rr.cols, start = block, 0
+		}
+		rr.cols = append(rr.cols, HistoryColumn{name, rr.values.clone(val)})
+		return nil
 	})
-	if ok && err == nil {
-		*out = m
-	} else if !ok && err == nil {
-		*out = nil
+	if !ok || err != nil {
+		rr.cols = rr.cols[:start]
+		*row = nil
+		return ok, err
 	}
-	return ok, err
+	*row = rr.cols[start:len(rr.cols):len(rr.cols)]
+	return true, nil
+}
+
+// arena copies the raw values of one answer into shared blocks: the many
+// small values of a list of rows cost an allocation a block, not one each.
+// A value keeps its whole block alive, which the rows of one answer share.
+type arena []byte
+
+// arenaBlock is the size of an arena's blocks; a larger value gets a block
+// of its own.
+const arenaBlock = 8 << 10
+
+// clone returns a copy of v, capped so that appending to it cannot reach
+// the next value's bytes.
+func (a *arena) clone(v []byte) json.RawMessage {
+	if len(v) > cap(*a)-len(*a) {
+		*a = make([]byte, 0, max(arenaBlock, len(v)))
+	}
+	n := len(*a)
+	*a = append(*a, v...)
+	return json.RawMessage((*a)[n:len(*a):len(*a)])
 }
 
 // interner hands out one string for each member name it has seen lately,

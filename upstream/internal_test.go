@@ -1,10 +1,13 @@
 package upstream
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +168,75 @@ func TestWithoutBodyFraming(t *testing.T) {
 		if chunked := strings.Contains(h, "\r\ntransfer-encoding: chunked"); chunked != tc.chunked || (chunked && body != "0\r\n\r\n") || (!chunked && body != "") {
 			t.Errorf("%s: %q, want chunked %v", tc.method, b.String(), tc.chunked)
 		}
+	}
+}
+
+// A history's rows share blocks of columns and of values: a row that
+// crosses the end of a block, a row wider than a block and a value longer
+// than one keep every column, a name given twice reads as its last value,
+// and appending to one value leaves the next one as it was.
+func TestHistoryRowsInBlocks(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`{"data":{"costRows":[`)
+	row := func(i, cols int) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{`)
+		for c := range cols {
+			fmt.Fprintf(&b, `"c%d":%d,`, c, i*10000+c)
+		}
+		fmt.Fprintf(&b, `"c0":"last","long":"%s"}`, strings.Repeat("x", i%50*400))
+	}
+	wide := columnBlock*2 + 3
+	for i := range 200 {
+		cols := 3
+		if i == 100 {
+			cols = wide
+		}
+		row(i, cols)
+	}
+	b.WriteString(`],"totalsByTimeRows":[],"usageRows":[],"usageGroupRows":[],"timeColumn":"c1","groupBy":"c0",` +
+		`"servedFromCache":false}}`)
+	env := new(envelope[ExplorerHistory])
+	if err := decodeAnswer(strings.NewReader(b.String()), env); err != nil {
+		t.Fatal(err)
+	}
+	rows := env.Data.CostRows
+	if len(rows) != 200 {
+		t.Fatalf("%d rows, want 200", len(rows))
+	}
+	for i, r := range rows {
+		cols := 3
+		if i == 100 {
+			cols = wide
+		}
+		if len(r) != cols+2 {
+			t.Fatalf("row %d has %d columns, want %d", i, len(r), cols+2)
+		}
+		for c := 1; c < cols; c++ {
+			if v, _ := r.Column(fmt.Sprintf("c%d", c)); string(v) != strconv.Itoa(i*10000+c) {
+				t.Fatalf("row %d column c%d is %s", i, c, v)
+			}
+		}
+		if v, _ := r.Column("c0"); string(v) != `"last"` {
+			t.Errorf("row %d: c0 is %s, want its last value", i, v)
+		}
+		if v, _ := r.Column("long"); len(v) != i%50*400+2 {
+			t.Errorf("row %d: long is %d bytes, want %d", i, len(v), i%50*400+2)
+		}
+	}
+	first := rows[0]
+	_ = append(first[1].Value, "999"...)
+	if string(first[2].Value) != "2" {
+		t.Errorf("appending to a value changed the next one: %s", first[2].Value)
+	}
+	raw, err := json.Marshal(rows[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"c0":"last","c1":10001,"c2":10002,"long":"` + strings.Repeat("x", 400) + `"}`; string(raw) != want {
+		t.Errorf("raw row = %s, want %s", raw, want)
 	}
 }

@@ -185,9 +185,9 @@ func methodCases() []methodCase {
 			want: func(t *testing.T) any {
 				return &upstream.ExplorerHistory{
 					CostRows: []upstream.HistoryRow{{
-						"product_product_name": json.RawMessage(`"Amazon EC2"`),
-						"usage_date":           json.RawMessage(`20260531`),
-						"cost":                 json.RawMessage(`12.5`),
+						{Name: "product_product_name", Value: json.RawMessage(`"Amazon EC2"`)},
+						{Name: "usage_date", Value: json.RawMessage(`20260531`)},
+						{Name: "cost", Value: json.RawMessage(`12.5`)},
 					}},
 					TotalsByTimeRows: []json.RawMessage{json.RawMessage(`{"usage_date":20260531,"cost":12.5}`)},
 					UsageRows:        []json.RawMessage{},

@@ -450,14 +450,12 @@ func (p *ExplorerPreviousPeriod) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 
 var historyRecord = newRecord[ExplorerHistory](nil,
 	field[ExplorerHistory]{"costRows", true, func(d *jsontext.Decoder, h *ExplorerHistory) (bool, error) {
-		columns := new(interner) // every row has the same columns
+		rows := new(rowReader)
 		return readList(d, &h.CostRows, func(d *jsontext.Decoder, r *HistoryRow) error {
-			m := map[string]json.RawMessage(*r)
-			ok, err := readRaws(d, &m, columns)
+			ok, err := rows.read(d, r)
 			if err == nil && !ok {
 				return &memberError{path: path(d, ""), what: "is null"}
 			}
-			*r = HistoryRow(m)
 			return err
 		})
 	}},
@@ -468,6 +466,14 @@ var historyRecord = newRecord[ExplorerHistory](nil,
 	str("groupBy", true, func(h *ExplorerHistory) *string { return &h.GroupBy }),
 	boolean("servedFromCache", true, func(h *ExplorerHistory) *bool { return &h.ServedFromCache }),
 )
+
+// UnmarshalJSON reads a row from a JSON object, as the client does.
+func (r *HistoryRow) UnmarshalJSON(b []byte) error {
+	return decodeJSON(b, r, func(d *jsontext.Decoder, r *HistoryRow) error {
+		_, err := new(rowReader).read(d, r)
+		return err
+	})
+}
 
 // UnmarshalJSONFrom decodes an Explorer history; every member is required.
 // The rows' columns are dynamic: HistoryRow reads them.

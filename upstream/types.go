@@ -362,11 +362,44 @@ type ExplorerHistory struct {
 	ServedFromCache  bool              `json:"servedFromCache"`
 }
 
-// HistoryRow is one cost row of an Explorer history, every column kept.
-type HistoryRow map[string]json.RawMessage
+// HistoryRow is one cost row of an Explorer history: every column, in the
+// order the answer gave them. A row's columns are a slice, not a map: a
+// history has thousands of rows of three columns each, which a map apiece
+// made the largest part of decoding one (docs/performance.md).
+type HistoryRow []HistoryColumn
+
+// HistoryColumn is one column of a history row, its value as raw JSON.
+type HistoryColumn struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// Column returns the value of column col. Of a name given twice, the last
+// value counts, as it does in a JSON object decoded into a map.
+func (r HistoryRow) Column(col string) (json.RawMessage, bool) {
+	for i := len(r) - 1; i >= 0; i-- {
+		if r[i].Name == col {
+			return r[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// MarshalJSON writes the row as a JSON object: each name once, with the
+// value Column gives it, names in sorted order.
+func (r HistoryRow) MarshalJSON() ([]byte, error) {
+	m := make(map[string]json.RawMessage, len(r))
+	for _, c := range r {
+		m[c.Name] = c.Value
+	}
+	return json.Marshal(m)
+}
 
 // String returns the text in column col, and whether it is a string.
-func (r HistoryRow) String(col string) (string, bool) { return jsonString(r[col]) }
+func (r HistoryRow) String(col string) (string, bool) {
+	v, _ := r.Column(col)
+	return jsonString(v)
+}
 
 // jsonString returns the text v holds, and whether v is a JSON string.
 func jsonString(v json.RawMessage) (string, bool) {
@@ -404,7 +437,7 @@ func plainJSONText(b []byte) bool {
 // nil. ok is false when the column is missing or holds a boolean, an array
 // or an object.
 func (r HistoryRow) Group(col string) (value *string, ok bool) {
-	v, found := r[col]
+	v, found := r.Column(col)
 	if !found {
 		return nil, false
 	}
@@ -425,7 +458,7 @@ func (r HistoryRow) Group(col string) (value *string, ok bool) {
 
 // Number returns the number in column col, and whether it is a number.
 func (r HistoryRow) Number(col string) (float64, bool) {
-	v, ok := r[col]
+	v, ok := r.Column(col)
 	if !ok {
 		return 0, false
 	}
@@ -440,7 +473,7 @@ func (r HistoryRow) Number(col string) (float64, bool) {
 // number read by its value, however it is written (20260531, 20260531.0,
 // 2.0260531e7), as every integer of an answer is (readInt).
 func (r HistoryRow) Date(col string) (Date, error) {
-	v, ok := r[col]
+	v, ok := r.Column(col)
 	if !ok {
 		return Date{}, fmt.Errorf("history row has no column %q", col)
 	}

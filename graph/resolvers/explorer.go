@@ -59,15 +59,22 @@ func loadExplorer[V any](ctx context.Context, query model.ExplorerQueryInput, wh
 
 // historyRows types the cost rows of an Explorer history: the group-by
 // value as upstream.HistoryRow.Group reads it (text, a number's JSON text,
-// or null). Each row is
+// or null), read once for each value as written and shared by the rows
+// that repeat it (a group stands in every bucket of the range). Each row is
 // encoded again as raw JSON only when raw is asked for: it is the costliest
 // part and a chart rarely wants it.
 func historyRows(h *upstream.ExplorerHistory, withRaw bool) ([]model.HistoryCostRow, error) {
 	out := make([]model.HistoryCostRow, len(h.CostRows))
+	groups := map[string]*string{}
 	for i, row := range h.CostRows {
-		group, ok := row.Group(h.GroupBy)
+		v, _ := row.Column(h.GroupBy)
+		group, ok := groups[string(v)]
 		if !ok {
-			return nil, fmt.Errorf("%w: history row %d has no column %q of text, a number or null", upstream.ErrBadResponse, i, h.GroupBy)
+			group, ok = row.Group(h.GroupBy)
+			if !ok {
+				return nil, fmt.Errorf("%w: history row %d has no column %q of text, a number or null", upstream.ErrBadResponse, i, h.GroupBy)
+			}
+			groups[string(v)] = group
 		}
 		date, err := row.Date(h.TimeColumn)
 		if err != nil {

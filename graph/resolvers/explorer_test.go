@@ -34,9 +34,9 @@ func TestHistoryRowsGroupValues(t *testing.T) {
 			t.Parallel()
 			h := &upstream.ExplorerHistory{GroupBy: "line_item_usage_account_id", TimeColumn: "usage_date",
 				CostRows: []upstream.HistoryRow{{
-					"line_item_usage_account_id": json.RawMessage(tc.value),
-					"usage_date":                 json.RawMessage(`20260115`),
-					"cost":                       json.RawMessage(`10.5`),
+					{Name: "line_item_usage_account_id", Value: json.RawMessage(tc.value)},
+					{Name: "usage_date", Value: json.RawMessage(`20260115`)},
+					{Name: "cost", Value: json.RawMessage(`10.5`)},
 				}}}
 			rows, err := historyRows(h, false)
 			if tc.wantErr {
